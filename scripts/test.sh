@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs everything the tests need (venv, test extras, Java, DynamoDB Local, SeaweedFS),
+# checks types and style, and runs the whole test suite. Extra arguments go to pytest.
+set -euo pipefail
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${repo_root}"
+bash scripts/bootstrap.sh test
+bash scripts/install-test-servers.sh
+.venv/bin/ruff check sleeper_spark tests bench examples
+.venv/bin/mypy sleeper_spark
+exec .venv/bin/python -m pytest "$@"

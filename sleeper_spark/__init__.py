@@ -1,0 +1,52 @@
+"""sleeper_spark: a PySpark-native table format for many concurrent writers.
+
+Everything public is importable from here; see the API reference in docs/.
+"""
+
+import sleeper_spark.maintenance  # noqa: F401  registers the maintenance jobs with Table
+from sleeper_spark.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    ConfigError,
+    CorruptLogError,
+    InvalidTableNameError,
+    LockHeldError,
+    NoSnapshotsError,
+    PathExistsError,
+    SchemaMismatchError,
+    SleeperSparkError,
+    SnapshotNotFoundError,
+    StorageError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from sleeper_spark.models import ColumnStats, FileRef, Snapshot, VacuumReport, VerifyReport
+from sleeper_spark.table import Catalog, Table
+from sleeper_spark.version import __version__
+
+__all__ = [
+    "Catalog",
+    "ColumnStats",
+    "CommitConflictError",
+    "CommitFailedError",
+    "CommitStateUnknownError",
+    "ConfigError",
+    "CorruptLogError",
+    "FileRef",
+    "InvalidTableNameError",
+    "LockHeldError",
+    "NoSnapshotsError",
+    "PathExistsError",
+    "SchemaMismatchError",
+    "SleeperSparkError",
+    "Snapshot",
+    "SnapshotNotFoundError",
+    "StorageError",
+    "Table",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "VacuumReport",
+    "VerifyReport",
+    "__version__",
+]

@@ -1,0 +1,234 @@
+"""The head of one table's log: its state, brought up to date, and the commit loop.
+
+This is the only place that loops over commit attempts (Sleeper's ``TransactionLogHead``)::
+
+    state = catch_up()
+    loop (attempts, base delay, max delay, jitter):
+        validate(txn, state)                      # a conflict no retry can fix -> raise
+        log.append(state.version + 1, txn)        # one conditional put
+        on "number taken": catch_up(); retry      # read only the tail, rebase
+        on "outcome unknown": catch_up(); ours at that number? done : retry the same number
+
+Retrying an uncertain append at the same number is what makes a lost response safe: a delayed
+copy of our earlier request can only ever land at that number, and the conditional put lets
+exactly one of them in; the next catch-up then finds our ``write_id`` there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from tenacity import RetryError
+
+from sleeper_spark.commit.retry import RetryCommit, commit_retrying
+from sleeper_spark.config import RetryPolicy
+from sleeper_spark.errors import (
+    CommitFailedError,
+    CommitStateUnknownError,
+    CorruptLogError,
+    SleeperSparkError,
+    SnapshotNotFoundError,
+    StorageError,
+)
+from sleeper_spark.log import (
+    AppendOutcomeUnknownError,
+    LogThrottledError,
+    StateSnapshotStore,
+    TransactionCodec,
+    TransactionLog,
+    TransactionNumberTakenError,
+)
+from sleeper_spark.models import Snapshot, Transaction
+from sleeper_spark.state import TableState, apply, fold, validate
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+BuildTransaction = Callable[[TableState], Transaction]
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    snapshot: Snapshot
+    committed: bool  # False: an idempotent repeat; nothing new was written to the log
+    attempts: int
+
+
+class TableHead:
+    def __init__(
+        self,
+        name: str,
+        log_: TransactionLog,
+        codec: TransactionCodec,
+        state_snapshots: StateSnapshotStore,
+        retry: RetryPolicy,
+        state_snapshot_interval: int = 100,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = utc_now,
+    ) -> None:
+        self.name = name
+        self.log = log_
+        self.codec = codec
+        self.state_snapshots = state_snapshots
+        self._retry = retry
+        self._interval = state_snapshot_interval
+        self._sleep = sleep
+        self._clock = clock
+        self._state: TableState | None = None
+
+    # -- reading -------------------------------------------------------------------------
+
+    def state(self) -> TableState:
+        """The current state: loaded once, then brought up to date with one tail read."""
+        return self.catch_up()
+
+    def catch_up(self) -> TableState:
+        if self._state is None:
+            self._state = self._load(at_most=None)
+        else:
+            self._state = fold(self._decoded(self._state.version), self._state)
+        return self._state
+
+    def state_at(self, version: int) -> TableState:
+        """The state as of transaction ``version`` (time travel)."""
+        current = self.catch_up()
+        if version == current.version:
+            return current
+        if version > current.version or version < 1:
+            raise SnapshotNotFoundError(f"table {self.name!r} has no version {version} (latest: {current.version})")
+        return self._load(at_most=version)
+
+    def _load(self, at_most: int | None) -> TableState:
+        start = self.state_snapshots.load_newest(at_most=at_most)
+        after = start.version if start else 0
+        first = None if start else self.log.first_number()
+        if start is None and first is not None and first > 1:
+            raise SnapshotNotFoundError(
+                f"table {self.name!r}: transactions before {first} were truncated from the log and no state "
+                f"snapshot covers version {at_most}; time travel reaches back to version {first} at most"
+            )
+        state = fold(self._decoded(after, up_to=at_most), start)
+        if at_most is not None and state.version < at_most:
+            raise SnapshotNotFoundError(f"table {self.name!r} has no version {at_most}")
+        return state
+
+    def _decoded(self, after: int, up_to: int | None = None) -> Iterator[tuple[int, Transaction]]:
+        try:
+            for record in self.log.read(after=after, up_to=up_to):
+                yield record.number, self.codec.decode(record.number, record.body)
+        except LogThrottledError as error:
+            raise StorageError(f"table {self.name!r}: reading the log was throttled: {error}") from None
+
+    # -- committing ----------------------------------------------------------------------
+
+    def commit(self, build: BuildTransaction) -> CommitResult:
+        """Appends the transaction ``build`` makes from the newest state; see the module doc."""
+        started = time.monotonic()
+        uncertain_at: int | None = None  # a number our append may have landed at
+        attempts = 0
+        write_id = ""
+        try:
+            for attempt in commit_retrying(self._retry, self.name, self._sleep):
+                with attempt:
+                    attempts += 1
+                    state = self._catch_up_knowing(uncertain_at)
+                    txn = build(state)
+                    write_id = txn.write_id
+                    if uncertain_at is not None:
+                        landed = state.snapshot_for_write(write_id)
+                        if landed is not None:
+                            return self._done(landed, True, attempts, started)
+                        if state.version >= uncertain_at:
+                            uncertain_at = None  # someone else holds that number: ours never landed
+                    repeat = _idempotent_repeat(txn, state)
+                    if repeat is not None:
+                        return CommitResult(repeat, committed=False, attempts=attempts)
+                    result = self._attempt(txn, state)
+                    if isinstance(result, int):
+                        uncertain_at = result
+                        raise RetryCommit(f"the outcome of appending transaction {result} is unknown")
+                    return self._done(result, True, attempts, started)
+        except RetryError:
+            if uncertain_at is not None:
+                raise CommitStateUnknownError(
+                    f"table {self.name!r}: could not learn whether write {write_id} was committed as "
+                    f"transaction {uncertain_at}; staged files are kept. Check table.history() for it."
+                ) from None
+            raise CommitFailedError(
+                f"table {self.name!r}: gave up after {attempts} attempts under contention; nothing was "
+                "committed. Raise retry.max_attempts or spread the writers out."
+            ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _catch_up_knowing(self, uncertain_at: int | None) -> TableState:
+        try:
+            return self.catch_up()
+        except (StorageError, CorruptLogError) as error:
+            if uncertain_at is None:
+                raise
+            raise CommitStateUnknownError(
+                f"table {self.name!r}: the outcome of transaction {uncertain_at} is unknown and the log "
+                f"cannot be read ({error}); staged files are kept"
+            ) from error
+
+    def _attempt(self, txn: Transaction, state: TableState) -> Snapshot | int:
+        """One conditional append. A Snapshot on success, the number if the outcome is unknown."""
+        txn = txn.model_copy(update={"parent_id": state.snapshot_id, "committed_at": self._clock()})
+        validate(txn, state)
+        number = state.version + 1
+        body = self.codec.encode(txn)
+        try:
+            self.log.append(number, body)
+        except TransactionNumberTakenError:
+            raise RetryCommit(f"transaction {number} was taken by another writer") from None
+        except LogThrottledError:
+            raise RetryCommit("the log is throttling requests") from None
+        except AppendOutcomeUnknownError:
+            return number
+        apply(txn, state)
+        latest = state.latest
+        assert latest is not None
+        return latest
+
+    def _done(self, snapshot: Snapshot, committed: bool, attempts: int, started: float) -> CommitResult:
+        log.info("table %s: committed version %d (%s) in %d attempt(s), %.1f ms", self.name,
+                 snapshot.version, snapshot.operation, attempts, (time.monotonic() - started) * 1000)
+        if committed and snapshot.version % self._interval == 0:
+            self._snapshot_state_quietly()
+        return CommitResult(snapshot, committed=committed, attempts=attempts)
+
+    def _snapshot_state_quietly(self) -> None:
+        # The commit has landed; a failed state snapshot only makes the next cold open slower.
+        assert self._state is not None
+        try:
+            self.state_snapshots.write(self._state)
+        except SleeperSparkError as error:
+            log.warning("table %s: automatic state snapshot failed: %s", self.name, error)
+
+    def create_state_snapshot(self) -> int:
+        state = self.catch_up()
+        return self.state_snapshots.write(state)
+
+
+def _idempotent_repeat(txn: Transaction, state: TableState) -> Snapshot | None:
+    """For a write tagged (app_id, app_version) that was committed already: its snapshot."""
+    if txn.app_id is None or txn.app_version is None:
+        return None
+    if state.app_versions.get(txn.app_id, 0) < txn.app_version:
+        return None
+    earlier = state.snapshot_for_app(txn.app_id, txn.app_version)
+    if earlier is not None:
+        return earlier
+    # A newer version of this app committed: this one is superseded. Report the newest.
+    for snapshot in reversed(state.history):
+        if snapshot.app_id == txn.app_id:
+            return snapshot
+    return state.latest

@@ -1,0 +1,1 @@
+"""Parquet data files: layout, writing with statistics, and pruning by statistics."""

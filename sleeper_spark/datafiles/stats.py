@@ -1,0 +1,101 @@
+"""Column statistics computed from Arrow data while it is written.
+
+Values are stored as JSON scalars (see :mod:`sleeper_spark.models.files`); :func:`to_stat`
+and :func:`from_stat` convert between Python values and that stored form, so pruning compares
+like with like.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sleeper_spark.models import ColumnStats, DataType, StatValue
+
+_ORDERED = ("bool", "int8", "int16", "int32", "int64", "float32", "float64", "string", "date",
+            "timestamp", "decimal")
+
+
+class StatsAccumulator:
+    """Running min/max/null count per column over the batches of one file."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._columns = [f.name for f in schema if _orderable(f.type)]
+        self._nested = [f.name for f in schema if not _orderable(f.type)]
+        self._min: dict[str, Any] = {}
+        self._max: dict[str, Any] = {}
+        self._nulls: dict[str, int] = {name: 0 for name in schema.names}
+
+    def update(self, batch: pa.RecordBatch | pa.Table) -> None:
+        for name in self._columns:
+            column = batch.column(name)
+            self._nulls[name] += column.null_count
+            if column.null_count == len(column):
+                continue
+            if pa.types.is_floating(column.type):
+                column = pc.filter(column, pc.invert(pc.is_nan(column)))
+                if len(column) == 0 or column.null_count == len(column):
+                    continue
+            bounds = pc.min_max(column)
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            if name not in self._min or low < self._min[name]:
+                self._min[name] = low
+            if name not in self._max or high > self._max[name]:
+                self._max[name] = high
+        for name in self._nested:
+            self._nulls[name] += batch.column(name).null_count
+
+    def result(self) -> dict[str, ColumnStats]:
+        return {
+            name: ColumnStats(min=to_stat(self._min.get(name)), max=to_stat(self._max.get(name)),
+                              null_count=nulls)
+            for name, nulls in self._nulls.items()
+        }
+
+
+def _orderable(t: pa.DataType) -> bool:
+    return bool(pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
+            or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_date(t)
+            or pa.types.is_timestamp(t) or pa.types.is_decimal(t))
+
+
+def to_stat(value: Any) -> StatValue:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return None
+
+
+def from_stat(value: StatValue, type_: DataType) -> Any:
+    """A stored statistic as a Python value comparable with the column's values."""
+    if value is None or type_.name not in _ORDERED:
+        return None
+    if type_.name == "date" and isinstance(value, str):
+        return dt.date.fromisoformat(value)
+    if type_.name == "timestamp" and isinstance(value, str):
+        parsed = dt.datetime.fromisoformat(value)
+        return parsed.replace(tzinfo=None) if parsed.tzinfo is None else parsed.astimezone(dt.timezone.utc)
+    if type_.name == "decimal" and isinstance(value, str):
+        return decimal.Decimal(value)
+    return value
+
+
+def partition_value_to_string(value: Any) -> str | None:
+    """How a partition value is recorded in FileRef.partition (and in its directory name)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,104 @@
+"""The whole exception hierarchy of sleeper_spark.
+
+Every error a user can see derives from :class:`SleeperSparkError`. Messages say what
+happened and what to do. Backend-specific exceptions (botocore, OSError) are mapped to these
+at the storage and log boundaries and never travel further up.
+"""
+
+from __future__ import annotations
+
+
+class SleeperSparkError(Exception):
+    """Root of every error raised by sleeper_spark."""
+
+
+class ConfigError(SleeperSparkError):
+    """A setting is missing, unknown or has an invalid value."""
+
+
+class InvalidTableNameError(SleeperSparkError):
+    """A table name does not match ``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}``."""
+
+
+class TableNotFoundError(SleeperSparkError):
+    """No table with this name exists in the catalog."""
+
+
+class TableAlreadyExistsError(SleeperSparkError):
+    """A table with this name exists already."""
+
+
+class NoSnapshotsError(SleeperSparkError):
+    """The table has no data snapshot yet (nothing was ever written)."""
+
+
+class SnapshotNotFoundError(SleeperSparkError):
+    """The requested version or timestamp does not name a snapshot of the table."""
+
+
+class SchemaMismatchError(SleeperSparkError):
+    """The data's schema does not fit the table's schema; nothing was written."""
+
+
+class CommitConflictError(SleeperSparkError):
+    """A concurrent change made this transaction invalid; retrying will not help."""
+
+
+class CommitFailedError(SleeperSparkError):
+    """Retries were exhausted; nothing was committed and staged files were removed."""
+
+
+class CommitStateUnknownError(SleeperSparkError):
+    """The outcome of a commit could not be learnt; staged files are kept.
+
+    Look at ``table.history()`` for the write's ``write_id`` before writing again.
+    """
+
+
+class PathExistsError(SleeperSparkError):
+    """An object that must be new exists already (data files are never overwritten)."""
+
+
+class CorruptLogError(SleeperSparkError):
+    """A log entry, a spilled body or a state snapshot cannot be decoded."""
+
+
+class LockHeldError(SleeperSparkError):
+    """A lock is held by someone else."""
+
+
+class StorageError(SleeperSparkError):
+    """The object store or the log backend failed in a way that is not a conflict."""
+
+
+class PreconditionFailedError(StorageError):
+    """A replace-if-match found another version of the object than the one expected."""
+
+
+class WriteOutcomeUnknownError(StorageError):
+    """A conditional write may or may not have landed (a lost response, a timeout).
+
+    Retrying it blindly could report a write of our own as someone else's: read the object
+    to learn what happened.
+    """
+
+
+__all__ = [
+    "CommitConflictError",
+    "CommitFailedError",
+    "CommitStateUnknownError",
+    "ConfigError",
+    "CorruptLogError",
+    "InvalidTableNameError",
+    "LockHeldError",
+    "NoSnapshotsError",
+    "PathExistsError",
+    "PreconditionFailedError",
+    "SchemaMismatchError",
+    "SleeperSparkError",
+    "SnapshotNotFoundError",
+    "StorageError",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "WriteOutcomeUnknownError",
+]

@@ -1,0 +1,33 @@
+"""Transaction logs (object store, memory, DynamoDB), their codec, and state snapshots."""
+
+from sleeper_spark.log.backend import CatalogBackend, InMemoryLogBackend, ObjectStoreBackend
+from sleeper_spark.log.base import (
+    AppendOutcomeUnknownError,
+    LogRecord,
+    LogThrottledError,
+    TransactionLog,
+    TransactionNumberTakenError,
+)
+from sleeper_spark.log.codec import TransactionCodec
+from sleeper_spark.log.memory import InMemoryTransactionLog
+from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
+from sleeper_spark.log.registry import TableEntry, TableRegistry
+from sleeper_spark.log.state_snapshots import StatePointer, StateSnapshotStore
+
+__all__ = [
+    "AppendOutcomeUnknownError",
+    "CatalogBackend",
+    "InMemoryLogBackend",
+    "InMemoryTransactionLog",
+    "LogRecord",
+    "LogThrottledError",
+    "ObjectStoreBackend",
+    "ObjectStoreTransactionLog",
+    "StatePointer",
+    "StateSnapshotStore",
+    "TableEntry",
+    "TableRegistry",
+    "TransactionCodec",
+    "TransactionLog",
+    "TransactionNumberTakenError",
+]

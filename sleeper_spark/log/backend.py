@@ -1,0 +1,56 @@
+"""What a catalog is built from: an object store, a registry, and per-table logs and pointers."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from sleeper_spark.log.base import TransactionLog
+from sleeper_spark.log.memory import InMemoryTransactionLog
+from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
+from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableEntry, TableRegistry
+from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePointer
+from sleeper_spark.storage import ConditionalWrites, ObjectStore
+
+
+class CatalogBackend(ABC):
+    """The storage of one catalog: data files, table registry, logs and state pointers."""
+
+    def __init__(self, store: ObjectStore, conditional: ConditionalWrites, registry: TableRegistry) -> None:
+        self.store = store
+        self.conditional = conditional
+        self.registry = registry
+
+    @abstractmethod
+    def log(self, entry: TableEntry) -> TransactionLog:
+        """The transaction log of one table."""
+
+    @abstractmethod
+    def state_pointer(self, entry: TableEntry) -> StatePointer:
+        """The state-snapshot pointer of one table."""
+
+    def ensure_infrastructure(self) -> None:
+        """Creates what the backend needs outside the warehouse; idempotent."""
+
+
+class ObjectStoreBackend(CatalogBackend):
+    """Everything on the object store: the embedded default (local disk) and bare S3."""
+
+    def __init__(self, store: ObjectStore, conditional: ConditionalWrites) -> None:
+        super().__init__(store, conditional, ObjectStoreTableRegistry(store, conditional))
+
+    def log(self, entry: TableEntry) -> TransactionLog:
+        return ObjectStoreTransactionLog(self.store, self.conditional, entry.root)
+
+    def state_pointer(self, entry: TableEntry) -> StatePointer:
+        return ObjectStoreStatePointer(self.store, self.conditional, entry.root)
+
+
+class InMemoryLogBackend(ObjectStoreBackend):
+    """Data on a store, logs in memory with fault hooks: for tests of the commit loop."""
+
+    def __init__(self, store: ObjectStore, conditional: ConditionalWrites) -> None:
+        super().__init__(store, conditional)
+        self.logs: dict[str, InMemoryTransactionLog] = {}
+
+    def log(self, entry: TableEntry) -> InMemoryTransactionLog:
+        return self.logs.setdefault(entry.table_id, InMemoryTransactionLog())

@@ -1,0 +1,90 @@
+"""Transactions to log bytes and back, spilling big bodies to the object store.
+
+A body of ``SPILL_THRESHOLD`` bytes or more (DynamoDB items stop at 400 KB) is written to
+``<table>/_log/bodies/<sha256>.json`` and the log entry holds only its key, its checksum and
+the fields a rebase changes (``parent_id``, ``committed_at``). The key is the body's hash, so a
+retried commit writes the body once, and a body whose entry never landed is garbage for vacuum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from sleeper_spark.errors import CorruptLogError, PathExistsError
+from sleeper_spark.models import Transaction, decode_transaction, encode_transaction
+from sleeper_spark.storage import ObjectStore, join_key
+
+SPILL_THRESHOLD = 200 * 1024
+BODIES_DIR = "_log/bodies"
+_SPILLED = "spilled"
+
+
+class TransactionCodec:
+    def __init__(self, store: ObjectStore, table_root: str, table_name: str,
+                 spill_threshold: int = SPILL_THRESHOLD) -> None:
+        self._store = store
+        self._root = table_root
+        self._name = table_name
+        self._threshold = spill_threshold
+
+    def encode(self, txn: Transaction) -> bytes:
+        body = encode_transaction(txn)
+        if len(body) < self._threshold:
+            return body
+        stable = encode_transaction(txn.model_copy(update={"parent_id": None}))
+        digest = hashlib.sha256(stable).hexdigest()
+        key = join_key(self._root, BODIES_DIR, f"{digest}.json")
+        try:
+            self._store.create_if_absent(key, stable)
+        except PathExistsError:
+            pass  # an earlier attempt of this same commit wrote it
+        pointer: dict[str, Any] = {
+            "type": _SPILLED,
+            "body": key.removeprefix(self._root + "/"),
+            "checksum": f"sha256:{digest}",
+            "parent_id": txn.parent_id,
+            "committed_at": txn.committed_at.isoformat(),
+        }
+        return json.dumps(pointer).encode()
+
+    def decode(self, number: int, data: bytes) -> Transaction:
+        try:
+            if data.startswith(b'{"type":"spilled"') or data.startswith(b'{"type": "spilled"'):
+                return self._load_spilled(number, json.loads(data))
+            return decode_transaction(data)
+        except (ValidationError, ValueError, KeyError) as error:
+            raise CorruptLogError(
+                f"table {self._name!r}: transaction {number} cannot be decoded ({_first_line(error)}); "
+                "restore it from a backup or truncate the log past it"
+            ) from None
+
+    def spilled_key(self, data: bytes) -> str | None:
+        """The table-relative body key an entry points to, if it was spilled."""
+        if b'"spilled"' not in data[:40]:
+            return None
+        key: str = json.loads(data)["body"]
+        return key
+
+    def _load_spilled(self, number: int, pointer: dict[str, Any]) -> Transaction:
+        key = join_key(self._root, pointer["body"])
+        try:
+            body = self._store.get(key)
+        except FileNotFoundError:
+            raise CorruptLogError(
+                f"table {self._name!r}: the body of transaction {number} ({key}) is missing"
+            ) from None
+        if f"sha256:{hashlib.sha256(body).hexdigest()}" != pointer["checksum"]:
+            raise CorruptLogError(f"table {self._name!r}: the body of transaction {number} ({key}) is damaged")
+        txn = decode_transaction(body)
+        return txn.model_copy(
+            update={"parent_id": pointer["parent_id"], "committed_at": datetime.fromisoformat(pointer["committed_at"])}
+        )
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0]

@@ -1,0 +1,69 @@
+"""The transaction log as files on an object store: ``<table>/_log/<20-digit number>.json``.
+
+Each append is one create-if-absent, so the store (or the conditional-write strategy in front
+of it) decides the single winner per number. Tail reads GET the next numbers until one is
+missing: no LIST on the hot path, and a warm reader pays one GET to learn it is up to date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sleeper_spark.errors import PathExistsError, WriteOutcomeUnknownError
+from sleeper_spark.log.base import (
+    AppendOutcomeUnknownError,
+    LogRecord,
+    TransactionLog,
+    TransactionNumberTakenError,
+)
+from sleeper_spark.storage import ConditionalWrites, ObjectStore, join_key
+
+LOG_DIR = "_log"
+
+
+def entry_key(table_root: str, number: int) -> str:
+    return join_key(table_root, LOG_DIR, f"{number:020d}.json")
+
+
+class ObjectStoreTransactionLog(TransactionLog):
+    def __init__(self, store: ObjectStore, conditional: ConditionalWrites, table_root: str) -> None:
+        self._store = store
+        self._conditional = conditional
+        self._root = table_root
+
+    def append(self, number: int, body: bytes) -> None:
+        try:
+            self._conditional.create_if_absent(entry_key(self._root, number), body)
+        except PathExistsError:
+            raise TransactionNumberTakenError(f"transaction {number} exists") from None
+        except WriteOutcomeUnknownError as error:
+            raise AppendOutcomeUnknownError(f"transaction {number}: {error}") from error
+
+    def read(self, after: int = 0, up_to: int | None = None) -> Iterator[LogRecord]:
+        number = after + 1
+        while up_to is None or number <= up_to:
+            try:
+                body = self._store.get(entry_key(self._root, number))
+            except FileNotFoundError:
+                return
+            yield LogRecord(number, body)
+            number += 1
+
+    def _numbers(self) -> list[int]:
+        prefix = join_key(self._root, LOG_DIR) + "/"
+        numbers = []
+        for info in self._store.list(prefix):
+            name = info.key[len(prefix):]
+            if "/" not in name and name.endswith(".json") and name[:-5].isdigit():
+                numbers.append(int(name[:-5]))
+        return numbers
+
+    def delete_up_to(self, number: int) -> int:
+        doomed = [n for n in self._numbers() if n <= number]
+        # Oldest first, so that an interrupted truncation never leaves a hole below kept entries.
+        for n in sorted(doomed):
+            self._store.delete(entry_key(self._root, n))
+        return len(doomed)
+
+    def first_number(self) -> int | None:
+        return min(self._numbers(), default=None)

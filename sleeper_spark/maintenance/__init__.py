@@ -1,0 +1,1 @@
+"""Compaction, delete, vacuum, state snapshots and log truncation."""

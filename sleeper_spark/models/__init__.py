@@ -1,0 +1,39 @@
+"""Pure data: files, snapshots, schemas and the transactions of the log. No I/O here."""
+
+from sleeper_spark.models.files import ColumnStats, FileRef, StatValue
+from sleeper_spark.models.schema import DataType, Field, TableSchema
+from sleeper_spark.models.snapshot import Snapshot
+from sleeper_spark.models.transactions import (
+    AddFiles,
+    CreateTable,
+    ReplaceFiles,
+    SetProperties,
+    SetSchema,
+    Transaction,
+    TransactionBase,
+    decode_transaction,
+    encode_transaction,
+)
+
+__all__ = [
+    "AddFiles",
+    "ColumnStats",
+    "CreateTable",
+    "DataType",
+    "Field",
+    "FileRef",
+    "ReplaceFiles",
+    "SetProperties",
+    "SetSchema",
+    "Snapshot",
+    "StatValue",
+    "TableSchema",
+    "Transaction",
+    "TransactionBase",
+    "decode_transaction",
+    "encode_transaction",
+]
+
+from sleeper_spark.models.reports import FileProblem, VacuumReport, VerifyReport
+
+__all__ += ["FileProblem", "VacuumReport", "VerifyReport"]

@@ -1,0 +1,34 @@
+"""A committed table version."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Snapshot(BaseModel):
+    """One committed version of a table (Lode's sense of snapshot).
+
+    ``version`` is the number of the transaction that made it; history is linear and each
+    snapshot names its parent (``None`` for the first).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = Field(ge=1)
+    snapshot_id: str
+    parent_id: str | None = None
+    committed_at: datetime
+    operation: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+    rows_added: int = 0
+    rows_removed: int = 0
+    files_added: int = 0
+    files_removed: int = 0
+    bytes_added: int = 0
+    min_event_time: datetime | None = None
+    max_event_time: datetime | None = None
+    app_id: str | None = None
+    app_version: int | None = None
+    write_id: str | None = None

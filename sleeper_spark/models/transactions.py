@@ -1,0 +1,104 @@
+"""The transactions of the log: one frozen model per kind, discriminated by ``type``.
+
+A ``type`` string is part of the stored format and never changes once released, whatever the
+class is called (golden files in ``tests/golden/`` pin each). Every transaction carries the
+fields of the snapshot it makes: ``parent_id`` is filled in by the commit loop on each attempt,
+since a rebase onto a newer head changes it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from sleeper_spark.models.files import FileRef
+from sleeper_spark.models.schema import TableSchema
+
+
+class TransactionBase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    snapshot_id: str
+    parent_id: str | None = None
+    committed_at: datetime
+    operation: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+    write_id: str
+    app_id: str | None = None
+    app_version: int | None = None
+
+
+class CreateTable(TransactionBase):
+    """Transaction 1 of every table: its identity, schema and layout. Not a data snapshot."""
+
+    type: Literal["create_table"] = "create_table"
+    table_id: str
+    name: str
+    schema_: TableSchema = Field(alias="schema")
+    partition_by: tuple[str, ...] = ()
+    properties: dict[str, str] = Field(default_factory=dict)
+    event_time_column: str | None = None
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+
+class AddFiles(TransactionBase):
+    """An append: new files, nothing removed. Never conflicts; rebases on any newer head."""
+
+    type: Literal["add_files"] = "add_files"
+    files: tuple[FileRef, ...]
+    min_event_time: datetime | None = None
+    max_event_time: datetime | None = None
+
+
+class ReplaceFiles(TransactionBase):
+    """Removes files and adds others (overwrite, compaction, delete).
+
+    Invalid when a file it removes is no longer in the table: someone else replaced it first.
+    """
+
+    type: Literal["replace_files"] = "replace_files"
+    removed: tuple[str, ...]
+    added: tuple[FileRef, ...]
+    min_event_time: datetime | None = None
+    max_event_time: datetime | None = None
+
+
+class SetSchema(TransactionBase):
+    """Evolves the schema; only new nullable columns at the end are allowed."""
+
+    type: Literal["set_schema"] = "set_schema"
+    schema_: TableSchema = Field(alias="schema")
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+
+class SetProperties(TransactionBase):
+    """Sets and removes table properties."""
+
+    type: Literal["set_properties"] = "set_properties"
+    set: dict[str, str] = Field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+
+
+Transaction = Annotated[
+    CreateTable | AddFiles | ReplaceFiles | SetSchema | SetProperties,
+    Field(discriminator="type"),
+]
+
+TRANSACTION_ADAPTER: TypeAdapter[Transaction] = TypeAdapter(Transaction)
+
+
+def encode_transaction(txn: Transaction) -> bytes:
+    # None fields are left out: they decode to their defaults, and the stored form stays small.
+    return txn.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+
+def decode_transaction(data: bytes | str) -> Transaction:
+    return TRANSACTION_ADAPTER.validate_json(data)

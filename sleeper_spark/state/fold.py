@@ -1,0 +1,201 @@
+"""The pure fold: ``validate(txn, state)`` and ``apply(txn, state)``, one handler per type.
+
+Pure in the sense that matters for event sourcing: no I/O, no clock, no randomness — the same
+transactions always produce the same state. ``apply`` updates ``state`` in place and returns
+it (see :class:`TableState`); ``validate`` never changes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import singledispatch
+
+from sleeper_spark.errors import CommitConflictError, CorruptLogError, SchemaMismatchError
+from sleeper_spark.models import (
+    AddFiles,
+    CreateTable,
+    ReplaceFiles,
+    SetProperties,
+    SetSchema,
+    Snapshot,
+    Transaction,
+    TransactionBase,
+)
+from sleeper_spark.state.table_state import TableState
+
+
+def initial_state(create: CreateTable) -> TableState:
+    """The state after transaction 1."""
+    return TableState(
+        table_id=create.table_id,
+        name=create.name,
+        schema=create.schema_,
+        partition_by=tuple(create.partition_by),
+        event_time_column=create.event_time_column,
+        properties=dict(create.properties),
+        version=1,
+    )
+
+
+def fold(transactions: Iterable[tuple[int, Transaction]], state: TableState | None = None) -> TableState:
+    """Applies numbered transactions in order, starting from ``state`` (or from nothing).
+
+    Numbers must follow on from ``state.version`` without gaps; anything else means the log is
+    damaged, since appends are conditional on the number.
+    """
+    for number, txn in transactions:
+        if state is None:
+            if number != 1 or not isinstance(txn, CreateTable):
+                raise CorruptLogError(f"the log starts at transaction {number} ({txn.type}), not a create_table 1")
+            state = initial_state(txn)
+            continue
+        if number != state.version + 1:
+            raise CorruptLogError(
+                f"table {state.name!r}: transaction {number} follows {state.version}; the log has a gap"
+            )
+        apply(txn, state)
+    if state is None:
+        raise CorruptLogError("the log holds no transactions")
+    return state
+
+
+@singledispatch
+def validate(txn: TransactionBase, state: TableState) -> None:
+    """Raises :class:`CommitConflictError` if ``txn`` cannot follow ``state``; retrying won't help."""
+    raise TypeError(f"no validation rule for {type(txn).__name__}")
+
+
+@singledispatch
+def apply(txn: TransactionBase, state: TableState) -> TableState:
+    """Applies a valid ``txn`` to ``state`` (in place) and returns it."""
+    raise TypeError(f"no apply rule for {type(txn).__name__}")
+
+
+# -- create_table --------------------------------------------------------------------------
+
+
+@validate.register
+def _(txn: CreateTable, state: TableState) -> None:
+    raise CommitConflictError(f"table {state.name!r} exists already")
+
+
+@apply.register
+def _(txn: CreateTable, state: TableState) -> TableState:
+    raise CorruptLogError(f"table {state.name!r}: a second create_table at {state.version + 1}")
+
+
+# -- add_files -----------------------------------------------------------------------------
+
+
+@validate.register
+def _(txn: AddFiles, state: TableState) -> None:
+    _refuse_present([f.path for f in txn.files], state)
+
+
+@apply.register
+def _(txn: AddFiles, state: TableState) -> TableState:
+    for file in txn.files:
+        state.files[file.path] = file
+    _record(txn, state, rows_added=sum(f.row_count for f in txn.files), files_added=len(txn.files),
+            bytes_added=sum(f.size_bytes for f in txn.files))
+    return state
+
+
+# -- replace_files -------------------------------------------------------------------------
+
+
+@validate.register
+def _(txn: ReplaceFiles, state: TableState) -> None:
+    gone = [path for path in txn.removed if path not in state.files]
+    if gone:
+        raise CommitConflictError(
+            f"table {state.name!r}: {len(gone)} file(s) this {txn.operation} replaces were removed by a "
+            f"concurrent commit (first: {gone[0]}); run it again on the current version"
+        )
+    _refuse_present([f.path for f in txn.added], state)
+
+
+@apply.register
+def _(txn: ReplaceFiles, state: TableState) -> TableState:
+    rows_removed = 0
+    for path in txn.removed:
+        rows_removed += state.files.pop(path).row_count
+    for file in txn.added:
+        state.files[file.path] = file
+    _record(txn, state, rows_added=sum(f.row_count for f in txn.added), rows_removed=rows_removed,
+            files_added=len(txn.added), files_removed=len(txn.removed),
+            bytes_added=sum(f.size_bytes for f in txn.added))
+    return state
+
+
+# -- set_schema ----------------------------------------------------------------------------
+
+
+@validate.register
+def _(txn: SetSchema, state: TableState) -> None:
+    old, new = state.schema.fields, txn.schema_.fields
+    if new[: len(old)] != old or any(not f.nullable for f in new[len(old):]):
+        raise SchemaMismatchError(
+            f"table {state.name!r}: a schema change may only add nullable columns after the existing ones"
+        )
+
+
+@apply.register
+def _(txn: SetSchema, state: TableState) -> TableState:
+    state.schema = txn.schema_
+    _record(txn, state)
+    return state
+
+
+# -- set_properties ------------------------------------------------------------------------
+
+
+@validate.register
+def _(txn: SetProperties, state: TableState) -> None:
+    return None
+
+
+@apply.register
+def _(txn: SetProperties, state: TableState) -> TableState:
+    state.properties.update(txn.set)
+    for key in txn.unset:
+        state.properties.pop(key, None)
+    _record(txn, state)
+    return state
+
+
+# -- shared --------------------------------------------------------------------------------
+
+
+def _refuse_present(paths: Iterable[str], state: TableState) -> None:
+    present = [path for path in paths if path in state.files]
+    if present:
+        # Data file names are random UUIDs, so this is a replayed transaction, not bad luck.
+        raise CommitConflictError(f"table {state.name!r}: file {present[0]} is in the table already")
+
+
+def _record(txn: TransactionBase, state: TableState, *, rows_added: int = 0, rows_removed: int = 0,
+            files_added: int = 0, files_removed: int = 0, bytes_added: int = 0) -> None:
+    state.version += 1
+    state.history.append(
+        Snapshot(
+            version=state.version,
+            snapshot_id=txn.snapshot_id,
+            parent_id=txn.parent_id,
+            committed_at=txn.committed_at,
+            operation=txn.operation,
+            metadata=txn.metadata,
+            rows_added=rows_added,
+            rows_removed=rows_removed,
+            files_added=files_added,
+            files_removed=files_removed,
+            bytes_added=bytes_added,
+            min_event_time=getattr(txn, "min_event_time", None),
+            max_event_time=getattr(txn, "max_event_time", None),
+            app_id=txn.app_id,
+            app_version=txn.app_version,
+            write_id=txn.write_id,
+        )
+    )
+    if txn.app_id is not None and txn.app_version is not None:
+        state.app_versions[txn.app_id] = max(txn.app_version, state.app_versions.get(txn.app_id, 0))

@@ -1,0 +1,35 @@
+"""Builds the storage of a catalog from its config."""
+
+from __future__ import annotations
+
+from sleeper_spark.config import CatalogConfig
+from sleeper_spark.errors import ConfigError
+from sleeper_spark.log import CatalogBackend, ObjectStoreBackend
+from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites, ObjectStore
+
+
+def open_backend(config: CatalogConfig) -> CatalogBackend:
+    if config.catalog == "local":
+        if config.warehouse.startswith("s3://"):
+            raise ConfigError("a local catalog needs a local path; use Catalog.aws or Catalog.object_store for s3://")
+        store = LocalObjectStore(config.warehouse.removeprefix("file://"))
+        return ObjectStoreBackend(store, NativeConditionalWrites(store))
+    if config.catalog == "aws":
+        from sleeper_spark.log.aws_backend import AwsBackend  # boto3 only when asked for
+
+        backend: CatalogBackend = AwsBackend(config)
+        return backend
+    return ObjectStoreBackend(*_object_store_with_strategy(config))
+
+
+def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, NativeConditionalWrites]:
+    store: ObjectStore
+    if config.warehouse.startswith("s3://"):
+        from sleeper_spark.log.aws_backend import open_s3_store
+
+        store = open_s3_store(config)
+    else:
+        store = LocalObjectStore(config.warehouse.removeprefix("file://"))
+    if config.conditional_writes != "native":
+        raise ConfigError(f"conditional_writes={config.conditional_writes!r} is not available yet; use 'native'")
+    return store, NativeConditionalWrites(store)

@@ -1,0 +1,217 @@
+"""The catalog: where tables are found, created and dropped."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sleeper_spark.commit import TableHead, utc_now
+from sleeper_spark.config import CatalogConfig, ConditionalWrites
+from sleeper_spark.errors import (
+    ConfigError,
+    PathExistsError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from sleeper_spark.log import (
+    CatalogBackend,
+    StateSnapshotStore,
+    TableEntry,
+    TransactionCodec,
+    TransactionNumberTakenError,
+)
+from sleeper_spark.log.objectstore import LOG_DIR
+from sleeper_spark.log.state_snapshots import STATE_DIR
+from sleeper_spark.models import CreateTable, Snapshot, TableSchema
+from sleeper_spark.storage import join_key
+from sleeper_spark.table.backends import open_backend
+from sleeper_spark.table.extensions import is_spark_dataframe, spark_bridge
+from sleeper_spark.table.names import check_table_name
+from sleeper_spark.table.table import Table
+from sleeper_spark.table.writes import check_write_args
+
+_PARTITION_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "string", "date"})
+
+
+class Catalog:
+    """A warehouse of tables with one transaction log per table."""
+
+    def __init__(self, config: CatalogConfig, backend: CatalogBackend | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config
+        self.backend = backend or open_backend(config)
+        self._sleep = sleep  # injectable so tests record commit back-offs instead of sleeping
+        self._tables: dict[str, Table] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.config.catalog}, {self.config.warehouse!r})"
+
+    # -- construction --------------------------------------------------------------------
+
+    @classmethod
+    def local(cls, warehouse: str, **settings: Any) -> Catalog:
+        """The embedded default: data, log and state snapshots on the local disk."""
+        return cls(CatalogConfig(catalog="local", warehouse=str(warehouse), **settings))
+
+    @classmethod
+    def aws(cls, warehouse: str, transactions_table: str = "sleeper-transactions",
+            snapshots_table: str = "sleeper-snapshots", region: str | None = None, endpoint_url: str | None = None,
+            s3_endpoint_url: str | None = None, dynamodb_endpoint_url: str | None = None, **settings: Any) -> Catalog:
+        """Data and state snapshots on S3; the log and pointers in DynamoDB."""
+        return cls(CatalogConfig(catalog="aws", warehouse=warehouse, transactions_table=transactions_table,
+                                 snapshots_table=snapshots_table, region=region, endpoint_url=endpoint_url,
+                                 s3_endpoint_url=s3_endpoint_url, dynamodb_endpoint_url=dynamodb_endpoint_url,
+                                 **settings))
+
+    @classmethod
+    def object_store(cls, uri: str, endpoint_url: str | None = None, conditional_writes: ConditionalWrites = "native",
+                     lock_table: str | None = None, dynamodb_endpoint_url: str | None = None,
+                     region: str | None = None, **settings: Any) -> Catalog:
+        """Everything, the log included, on one object store."""
+        return cls(CatalogConfig(catalog="object_store", warehouse=uri, endpoint_url=endpoint_url,
+                                 conditional_writes=conditional_writes, lock_table=lock_table,
+                                 dynamodb_endpoint_url=dynamodb_endpoint_url, region=region, **settings))
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> Catalog:
+        """From flat string options, as Spark passes them (see :meth:`options`)."""
+        return cls(CatalogConfig.from_options(options))
+
+    def options(self) -> dict[str, str]:
+        """Flat string options that rebuild this catalog, e.g. for ``df.write.options(**...)``."""
+        return self.config.to_options()
+
+    def ensure_infrastructure(self) -> None:
+        """Creates what the backend needs (DynamoDB tables, ...); idempotent."""
+        self.backend.ensure_infrastructure()
+
+    # -- tables --------------------------------------------------------------------------
+
+    def create_table(self, name: str, schema: Any, partition_by: Sequence[str] = (),
+                     properties: Mapping[str, str] | None = None, event_time_column: str | None = None) -> Table:
+        """Creates a table (transaction 1); :class:`TableAlreadyExistsError` if the name is taken."""
+        check_table_name(name)
+        table_schema = TableSchema.from_any(schema)
+        partition_by = _check_layout(table_schema, tuple(partition_by), event_time_column)
+        entry = TableEntry(name=name, table_id=uuid.uuid4().hex, root=name, created_at=utc_now())
+        self.backend.registry.register(entry)
+        create = CreateTable(snapshot_id=uuid.uuid4().hex, committed_at=entry.created_at, operation="create",
+                             write_id=uuid.uuid4().hex, table_id=entry.table_id, name=name, schema_=table_schema,
+                             partition_by=partition_by, properties=dict(properties or {}),
+                             event_time_column=event_time_column)
+        table = self._open(entry)
+        try:
+            table.head.log.append(1, table.head.codec.encode(create))
+        except TransactionNumberTakenError:
+            self.backend.registry.unregister(name)
+            raise PathExistsError(
+                f"{table.location} still holds the log of a dropped table; drop_table({name!r}, purge=True) "
+                "removes it"
+            ) from None
+        except BaseException:
+            self.backend.registry.unregister(name)
+            raise
+        return table
+
+    def table(self, name: str) -> Table:
+        """Opens a table; :class:`TableNotFoundError` if there is none of that name."""
+        check_table_name(name)
+        entry = self.backend.registry.lookup(name)
+        if entry is None:
+            raise TableNotFoundError(f"no table {name!r} in {self.config.warehouse}; known: {self.tables()[:20]}")
+        table = self._open(entry)
+        if table.head.log.read_one(1) is None and table.head.state_snapshots.pointer.get() is None:
+            raise TableNotFoundError(
+                f"table {name!r} is registered but its creation never completed; drop_table({name!r}) and create it"
+            )
+        return table
+
+    def tables(self) -> list[str]:
+        return self.backend.registry.names()
+
+    def drop_table(self, name: str, purge: bool = False) -> None:
+        """Removes the table from the catalog with its log; ``purge`` also deletes its data files."""
+        table = self.table(name)
+        self.backend.registry.unregister(name)
+        with self._lock:
+            self._tables.pop(name, None)
+        table.head.log.drop()
+        table.head.state_snapshots.pointer.drop()
+        store = self.backend.store
+        prefixes = [table.root + "/"] if purge else [join_key(table.root, LOG_DIR) + "/",
+                                                    join_key(table.root, STATE_DIR) + "/"]
+        for prefix in prefixes:
+            store.delete_many([info.key for info in store.list(prefix)])
+
+    def _open(self, entry: TableEntry) -> Table:
+        with self._lock:
+            cached = self._tables.get(entry.name)
+            if cached is not None and cached.table_id == entry.table_id:
+                return cached
+            store = self.backend.store
+            head = TableHead(
+                entry.name,
+                self.backend.log(entry),
+                TransactionCodec(store, entry.root, entry.name),
+                StateSnapshotStore(store, entry.root, self.backend.state_pointer(entry)),
+                self.config.retry,
+                state_snapshot_interval=self.config.state_snapshot_interval,
+                sleep=self._sleep,
+            )
+            table = self._tables[entry.name] = Table(self, entry, head, store)
+            return table
+
+    # -- the helper API ------------------------------------------------------------------
+
+    def write(self, data: Any, name: str, mode: str = "append", partition_by: Sequence[str] = (),
+              metadata: Mapping[str, str] | None = None, app_id: str | None = None,
+              app_version: int | None = None) -> Snapshot:
+        """Writes ``data`` (a Spark DataFrame or Arrow data) to ``name``, creating the table if needed."""
+        checked = check_write_args(mode, metadata, app_id, app_version)
+        try:
+            table = self.table(name)
+        except TableNotFoundError:
+            table = self._create_for(data, name, partition_by)
+        if partition_by and tuple(partition_by) != table.partition_by:
+            raise ConfigError(
+                f"table {name!r} is partitioned by {list(table.partition_by)}, not {list(partition_by)}"
+            )
+        return table.write(data, mode=mode, metadata=checked, app_id=app_id, app_version=app_version)
+
+    def _create_for(self, data: Any, name: str, partition_by: Sequence[str]) -> Table:
+        schema = data.schema
+        try:
+            return self.create_table(name, schema, partition_by=partition_by)
+        except TableAlreadyExistsError:
+            return self.table(name)  # another writer created it first: write into theirs
+
+    def read(self, spark: Any, name: str, version: int | None = None, timestamp: datetime | None = None) -> Any:
+        """The table as a Spark DataFrame."""
+        return self.table(name).read(spark, version=version, timestamp=timestamp)
+
+
+def _check_layout(schema: TableSchema, partition_by: tuple[str, ...], event_time_column: str | None) -> tuple[str, ...]:
+    for column in partition_by:
+        if column not in schema.names:
+            raise SchemaMismatchError(f"partition column {column!r} is not in the schema {schema.names}")
+        type_name = schema.field(column).type.name
+        if type_name not in _PARTITION_TYPES:
+            raise SchemaMismatchError(
+                f"cannot partition by {column!r} of type {type_name}: use a string, integer, boolean or date column"
+            )
+    if len(set(partition_by)) != len(partition_by):
+        raise SchemaMismatchError(f"partition columns repeat: {list(partition_by)}")
+    if event_time_column is not None and (
+        event_time_column not in schema.names or schema.field(event_time_column).type.name != "timestamp"
+    ):
+        raise SchemaMismatchError(f"event_time_column {event_time_column!r} must be a timestamp column of the table")
+    return partition_by
+
+
+__all__ = ["Catalog", "is_spark_dataframe", "spark_bridge"]

@@ -1,0 +1,88 @@
+"""Reading a table's files without Spark: scans and verification."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from sleeper_spark.datafiles.pruning import prune_files
+from sleeper_spark.errors import CorruptLogError, SchemaMismatchError, StorageError
+from sleeper_spark.models import FileProblem, FileRef, TableSchema, VerifyReport
+from sleeper_spark.storage import ObjectStore, join_key
+
+_READ_THREADS = 8
+
+
+def read_file(store: ObjectStore, table_root: str, file: FileRef, schema: pa.Schema,
+              columns: Sequence[str] | None, filter: pc.Expression | None) -> pa.Table:
+    """One data file as the table's schema (files written before a column was added lack it)."""
+    key = join_key(table_root, file.path)
+    try:
+        with store.open_input(key) as source:
+            parquet = pq.ParquetFile(source)
+            present = [name for name in (columns or schema.names) if name in parquet.schema_arrow.names]
+            table = parquet.read(columns=present)
+    except FileNotFoundError:
+        raise StorageError(f"data file {store.uri(key)} is missing; run table.verify() for a full report") from None
+    except (pa.ArrowInvalid, OSError) as error:
+        raise CorruptLogError(
+            f"data file {store.uri(key)} cannot be read ({str(error).splitlines()[0]}); run table.verify()"
+        ) from None
+    wanted = pa.schema([schema.field(name) for name in (columns or schema.names)])
+    for field in wanted:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    table = table.select(wanted.names).cast(wanted)
+    return table.filter(filter) if filter is not None else table
+
+
+def scan(store: ObjectStore, table_root: str, files: Sequence[FileRef], schema: TableSchema,
+         columns: Sequence[str] | None, filter: pc.Expression | None) -> pa.Table:
+    arrow_schema = schema.to_arrow()
+    if columns is not None:
+        unknown = [c for c in columns if c not in arrow_schema.names]
+        if unknown:
+            raise SchemaMismatchError(f"unknown column(s) {unknown}; the table has {arrow_schema.names}")
+    # The filter may name columns that are not selected: read them, filter, then drop them.
+    needed = list(columns) if columns is not None else None
+    if needed is not None and filter is not None:
+        needed = list(arrow_schema.names)
+    selected = prune_files(files, schema, filter)
+    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
+        tables = list(pool.map(lambda f: read_file(store, table_root, f, arrow_schema, needed, filter), selected))
+    output_schema = pa.schema([arrow_schema.field(c) for c in columns]) if columns is not None else arrow_schema
+    if not tables:
+        return output_schema.empty_table()
+    return pa.concat_tables(tables).select(output_schema.names)
+
+
+def verify_files(store: ObjectStore, table_root: str, files: Sequence[FileRef], version: int,
+                 progress: Callable[[int], None] | None = None) -> VerifyReport:
+    def check(file: FileRef) -> FileProblem | None:
+        key = join_key(table_root, file.path)
+        try:
+            data = store.get(key)
+        except FileNotFoundError:
+            return FileProblem(path=file.path, problem="missing", detail=store.uri(key))
+        if len(data) != file.size_bytes:
+            return FileProblem(path=file.path, problem="size", detail=f"{len(data)} bytes, expected {file.size_bytes}")
+        algo, _, expected = file.checksum.partition(":")
+        actual = hashlib.new(algo, data).hexdigest()
+        if actual != expected:
+            return FileProblem(path=file.path, problem="checksum", detail=f"{algo}:{actual}")
+        return None
+
+    problems: list[FileProblem] = []
+    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
+        for problem in pool.map(check, files):
+            if problem is not None:
+                problems.append(problem)
+            if progress is not None:
+                progress(1)
+    return VerifyReport(version=version, files_checked=len(files), bytes_checked=sum(f.size_bytes for f in files),
+                        problems=tuple(problems))

@@ -1,0 +1,188 @@
+"""A table: reads, writes and maintenance on top of its log head."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sleeper_spark.commit import CommitResult, TableHead
+from sleeper_spark.datafiles.writer import DataFileWriter
+from sleeper_spark.errors import ConfigError, NoSnapshotsError, SnapshotNotFoundError
+from sleeper_spark.log import TableEntry
+from sleeper_spark.models import FileRef, Snapshot, TableSchema, VacuumReport, VerifyReport
+from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.state import TableState
+from sleeper_spark.storage import ObjectStore
+from sleeper_spark.table import reading
+from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
+from sleeper_spark.table.writes import build_write, check_write_args, commit_staged, new_write_id
+
+if TYPE_CHECKING:
+    from sleeper_spark.table.catalog import Catalog
+
+ArrowData = Any  # a pyarrow Table, RecordBatch or RecordBatchReader
+
+
+class Table:
+    """One table of a catalog. Cheap to keep: it caches its state and only reads the log tail."""
+
+    def __init__(self, catalog: Catalog, entry: TableEntry, head: TableHead, store: ObjectStore) -> None:
+        self.catalog = catalog
+        self.entry = entry
+        self.head = head
+        self.store = store
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, id={self.table_id})"
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def table_id(self) -> str:
+        return self.entry.table_id
+
+    @property
+    def root(self) -> str:
+        """The table's folder relative to the warehouse."""
+        return self.entry.root
+
+    @property
+    def location(self) -> str:
+        return self.store.uri(self.root)
+
+    # -- state and history ---------------------------------------------------------------
+
+    def state(self, version: int | None = None) -> TableState:
+        return self.head.state() if version is None else self.head.state_at(version)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.state().schema.to_arrow()
+
+    @property
+    def partition_by(self) -> tuple[str, ...]:
+        return self.state().partition_by
+
+    def latest(self) -> Snapshot:
+        latest = self.state().latest
+        if latest is None:
+            raise NoSnapshotsError(f"table {self.name!r} has no data snapshot yet; write to it first")
+        return latest
+
+    def history(self) -> list[Snapshot]:
+        return list(self.state().history)
+
+    def snapshot(self, version: int) -> Snapshot:
+        for snapshot in self.state().history:
+            if snapshot.version == version:
+                return snapshot
+        raise SnapshotNotFoundError(f"table {self.name!r} has no snapshot with version {version}")
+
+    def version_at(self, timestamp: datetime) -> int:
+        """The version that was current at ``timestamp`` (time travel by time)."""
+        if timestamp.tzinfo is None:
+            timestamp = timestamp.replace(tzinfo=timezone.utc)
+        current = None
+        for snapshot in self.state().history:
+            if snapshot.committed_at <= timestamp:
+                current = snapshot.version
+        if current is None:
+            raise SnapshotNotFoundError(f"table {self.name!r} had no snapshot at {timestamp.isoformat()}")
+        return current
+
+    def resolve_version(self, version: int | None = None, timestamp: datetime | None = None) -> int | None:
+        if version is not None and timestamp is not None:
+            raise ConfigError("give a version or a timestamp to time travel, not both")
+        if timestamp is not None:
+            return self.version_at(timestamp)
+        if version is not None:
+            self.snapshot(version)
+        return version
+
+    def files(self, version: int | None = None) -> list[FileRef]:
+        return list(self.state(version).files.values())
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write(self, data: Any, mode: str = "append", metadata: Mapping[str, str] | None = None,
+              app_id: str | None = None, app_version: int | None = None) -> Snapshot:
+        """Appends or overwrites with a Spark DataFrame or Arrow data; one snapshot per call."""
+        checked = check_write_args(mode, metadata, app_id, app_version)
+        if is_spark_dataframe(data):
+            return spark_bridge().write(self, data, mode, checked, app_id, app_version)
+        return self.write_arrow(data, mode, checked, app_id, app_version).snapshot
+
+    def write_arrow(self, data: ArrowData | Iterable[pa.RecordBatch], mode: str, metadata: dict[str, str],
+                    app_id: str | None, app_version: int | None) -> CommitResult:
+        state = self.state()
+        batches = _batches(data)
+        if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
+            check_data_schema(TableSchema.from_arrow(data.schema), state.schema, self.name)
+        writer = self.data_file_writer(state)
+        files = writer.write_all(batches)
+        return self.commit_files(files, mode, metadata, new_write_id(), app_id, app_version)
+
+    def data_file_writer(self, state: TableState | None = None) -> DataFileWriter:
+        state = state or self.state()
+        return DataFileWriter(self.store, self.root, state.schema, state.partition_by, self.name)
+
+    def commit_files(self, files: Sequence[FileRef], mode: str, metadata: dict[str, str], write_id: str,
+                     app_id: str | None = None, app_version: int | None = None) -> CommitResult:
+        """Commits files staged by any writer as one snapshot (the end of every write path)."""
+        state = self.state()
+        build = build_write(files, mode, metadata, write_id, app_id, app_version, state.event_time_column, state)
+        return commit_staged(self.head, self.store, self.root, files, build)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def scan(self, version: int | None = None, columns: Sequence[str] | None = None,
+             filter: pc.Expression | None = None) -> pa.Table:
+        """Reads the table (at ``version``) into Arrow, skipping files the filter rules out."""
+        state = self.state(version)
+        return reading.scan(self.store, self.root, list(state.files.values()), state.schema, columns, filter)
+
+    def read(self, spark: Any, version: int | None = None, timestamp: datetime | None = None) -> Any:
+        """The table as a Spark DataFrame (at a version or a time)."""
+        return spark_bridge().read(self, spark, version, timestamp)
+
+    def verify(self, version: int | None = None) -> VerifyReport:
+        """Checks that every referenced file exists with its size and checksum."""
+        state = self.state(version)
+        return reading.verify_files(self.store, self.root, list(state.files.values()), state.version)
+
+    # -- maintenance ---------------------------------------------------------------------
+
+    def create_state_snapshot(self) -> int:
+        return self.head.create_state_snapshot()
+
+    def compact(self, spark: Any = None, target_file_bytes: int = 128 * 2**20, where: Any = None) -> Snapshot | None:
+        """Rewrites small files of each partition into files near ``target_file_bytes``."""
+        return maintenance_jobs().compact(self, spark, target_file_bytes, where)
+
+    def delete_where(self, spark: Any, predicate: Any) -> Snapshot:
+        """Deletes the rows matching ``predicate``: whole files where stats allow, else rewrites."""
+        return maintenance_jobs().delete_where(self, spark, predicate)
+
+    def vacuum(self, older_than: timedelta = timedelta(hours=24), dry_run: bool = False) -> VacuumReport:
+        """Deletes files no retained version needs and that are older than ``older_than``."""
+        return maintenance_jobs().vacuum(self, older_than, dry_run)
+
+
+def _batches(data: Any) -> Iterable[pa.RecordBatch | pa.Table]:
+    if isinstance(data, pa.Table):
+        batches: list[pa.RecordBatch | pa.Table] = data.to_batches() or [data]
+        return batches
+    if isinstance(data, pa.RecordBatch):
+        return [data]
+    if isinstance(data, (pa.RecordBatchReader, Iterable)):
+        return iter(data)
+    raise ConfigError(
+        f"cannot write a {type(data).__name__}: give a Spark DataFrame, "
+        "a pyarrow.Table, RecordBatch or RecordBatchReader"
+    )

@@ -1,0 +1,105 @@
+"""Turning staged data files into one committed snapshot.
+
+Both write paths end here: the pyarrow path in this process, and Spark's ``commit()`` in a
+Python worker of the driver. Staged files are deleted when the commit certainly failed
+(conflict, retries exhausted) or was an idempotent repeat; they are kept when the outcome is
+unknown, since they may be part of the table.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sleeper_spark.commit import BuildTransaction, CommitResult, TableHead, utc_now
+from sleeper_spark.datafiles.stats import from_stat
+from sleeper_spark.errors import CommitConflictError, CommitFailedError, ConfigError
+from sleeper_spark.models import AddFiles, FileRef, ReplaceFiles, Transaction
+from sleeper_spark.state import TableState
+from sleeper_spark.storage import ObjectStore, join_key
+
+log = logging.getLogger(__name__)
+
+WRITE_MODES = ("append", "overwrite")
+
+
+def new_write_id() -> str:
+    return uuid.uuid4().hex
+
+
+def check_write_args(mode: str, metadata: object, app_id: object, app_version: object) -> dict[str, str]:
+    """Validates the user's write arguments before anything is written; returns the metadata."""
+    if mode not in WRITE_MODES:
+        raise ConfigError(f"write mode must be 'append' or 'overwrite', not {mode!r}")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+    ):
+        raise ConfigError("metadata must map strings to strings, e.g. {'job': 'nightly'}; nothing was written")
+    if (app_id is None) != (app_version is None):
+        raise ConfigError("give app_id and app_version together (or neither) for an idempotent write")
+    if app_id is not None and (not isinstance(app_id, str) or not app_id):
+        raise ConfigError("app_id must be a non-empty string")
+    if app_version is not None and (isinstance(app_version, bool) or not isinstance(app_version, int)
+                                    or app_version < 0):
+        raise ConfigError("app_version must be a non-negative integer")
+    return dict(metadata)
+
+
+def build_write(files: Sequence[FileRef], mode: str, metadata: dict[str, str], write_id: str,
+                app_id: str | None, app_version: int | None, event_time_column: str | None,
+                schema_state: TableState) -> BuildTransaction:
+    """The transaction of a write, rebuilt against each state the commit loop tries.
+
+    An append adds its files. An overwrite removes every file of the state it is committed on
+    top of: it never conflicts, and serialises after whatever committed before it.
+    """
+    snapshot_id = uuid.uuid4().hex
+    low, high = _event_time_range(files, event_time_column, schema_state)
+
+    def build(state: TableState) -> Transaction:
+        common: dict[str, Any] = dict(
+            snapshot_id=snapshot_id, committed_at=utc_now(), metadata=metadata, write_id=write_id,
+            app_id=app_id, app_version=app_version, min_event_time=low, max_event_time=high,
+        )
+        if mode == "append":
+            return AddFiles(operation="append", files=tuple(files), **common)
+        return ReplaceFiles(operation="overwrite", removed=tuple(state.files), added=tuple(files),
+                            **common)
+
+    return build
+
+
+def commit_staged(head: TableHead, store: ObjectStore, table_root: str, files: Sequence[FileRef],
+                  build: BuildTransaction) -> CommitResult:
+    try:
+        result = head.commit(build)
+    except (CommitConflictError, CommitFailedError):
+        delete_staged(store, table_root, files)
+        raise
+    if not result.committed:
+        delete_staged(store, table_root, files)
+    return result
+
+
+def delete_staged(store: ObjectStore, table_root: str, files: Sequence[FileRef]) -> None:
+    try:
+        store.delete_many([join_key(table_root, f.path) for f in files])
+    except Exception as error:
+        log.warning("could not delete %d staged file(s): %s; vacuum will remove them", len(files), error)
+
+
+def _event_time_range(files: Sequence[FileRef], column: str | None,
+                      state: TableState) -> tuple[datetime | None, datetime | None]:
+    if column is None or column not in state.schema.names:
+        return None, None
+    type_ = state.schema.field(column).type
+    lows = [from_stat(f.column_stats[column].min, type_) for f in files if column in f.column_stats]
+    highs = [from_stat(f.column_stats[column].max, type_) for f in files if column in f.column_stats]
+    lows = [v for v in lows if isinstance(v, datetime)]
+    highs = [v for v in highs if isinstance(v, datetime)]
+    return (min(lows) if lows else None), (max(highs) if highs else None)
