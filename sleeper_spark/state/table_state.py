@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from sleeper_spark.models import FileRef, Snapshot, TableSchema
+from sleeper_spark.models import Snapshot, TableSchema
+from sleeper_spark.state.collections import FileMap, SnapshotLog
 
 
 @dataclass
@@ -23,8 +24,8 @@ class TableState:
     partition_by: tuple[str, ...]
     event_time_column: str | None
     properties: dict[str, str] = field(default_factory=dict)
-    files: dict[str, FileRef] = field(default_factory=dict)  # active files by path, in commit order
-    history: list[Snapshot] = field(default_factory=list)  # data snapshots, oldest first
+    files: FileMap = field(default_factory=FileMap)  # active files by path, in commit order
+    history: SnapshotLog = field(default_factory=SnapshotLog)  # data snapshots, oldest first
     app_versions: dict[str, int] = field(default_factory=dict)  # highest committed version per app
     version: int = 1  # number of the last transaction applied
 
@@ -41,8 +42,8 @@ class TableState:
         # FileRef and Snapshot are frozen, so sharing them is safe; only containers are copied.
         clone = copy.copy(self)
         clone.properties = dict(self.properties)
-        clone.files = dict(self.files)
-        clone.history = list(self.history)
+        clone.files = self.files.copy()
+        clone.history = self.history.copy()
         clone.app_versions = dict(self.app_versions)
         return clone
 

@@ -92,7 +92,7 @@ def test_the_state_snapshot_keeps_its_stored_form() -> None:
     encoded = encode_state(state)
     table = pq.read_table(pa.BufferReader(encoded))
     header = json.loads(table.schema.metadata[b"sleeper.state"])
-    rows = [{"kind": k, "item": json.loads(i)} for k, i in zip(table.column("kind").to_pylist(),
-                                                               table.column("item").to_pylist(), strict=True)]
+    rows = [{"kind": k, "key": key, "item": json.loads(i)} for k, key, i in zip(
+        table.column("kind").to_pylist(), table.column("key").to_pylist(), table.column("item").to_pylist(), strict=True)]
     _check("state_snapshot.json", json.dumps({"header": header, "rows": rows}, indent=2, sort_keys=True) + "\n")
     assert decode_state(encoded, "golden") == state
