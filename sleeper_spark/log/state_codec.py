@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from sleeper_spark.errors import CorruptLogError
