@@ -90,6 +90,14 @@ class TableHead:
         """The current state: loaded once, then brought up to date with one tail read."""
         return self.catch_up()
 
+    def known_state(self) -> TableState:
+        """The state as last read, without asking the log (loads it if never read).
+
+        For work that the commit loop re-checks anyway (building a write), so that a warm write
+        costs exactly one tail read: the one inside :meth:`commit`.
+        """
+        return self._state if self._state is not None else self.catch_up()
+
     def catch_up(self) -> TableState:
         if self._state is None:
             self._state = self._load(at_most=None)

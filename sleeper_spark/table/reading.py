@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,6 +17,17 @@ from sleeper_spark.models import FileProblem, FileRef, TableSchema, VerifyReport
 from sleeper_spark.storage import ObjectStore, join_key
 
 _READ_THREADS = 8
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """One pool for the process: starting threads per scan costs more than reading small files."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_READ_THREADS, thread_name_prefix="sleeper-read")
+        return _pool
 
 
 def read_file(store: ObjectStore, table_root: str, file: FileRef, schema: pa.Schema,
@@ -53,8 +65,8 @@ def scan(store: ObjectStore, table_root: str, files: Sequence[FileRef], schema: 
     if needed is not None and filter is not None:
         needed = list(arrow_schema.names)
     selected = prune_files(files, schema, filter)
-    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
-        tables = list(pool.map(lambda f: read_file(store, table_root, f, arrow_schema, needed, filter), selected))
+    tables = list(_shared_pool().map(lambda f: read_file(store, table_root, f, arrow_schema, needed, filter),
+                                     selected))
     output_schema = pa.schema([arrow_schema.field(c) for c in columns]) if columns is not None else arrow_schema
     if not tables:
         return output_schema.empty_table()
@@ -78,11 +90,10 @@ def verify_files(store: ObjectStore, table_root: str, files: Sequence[FileRef], 
         return None
 
     problems: list[FileProblem] = []
-    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
-        for problem in pool.map(check, files):
-            if problem is not None:
-                problems.append(problem)
-            if progress is not None:
-                progress(1)
+    for problem in _shared_pool().map(check, files):
+        if problem is not None:
+            problems.append(problem)
+        if progress is not None:
+            progress(1)
     return VerifyReport(version=version, files_checked=len(files), bytes_checked=sum(f.size_bytes for f in files),
                         problems=tuple(problems))

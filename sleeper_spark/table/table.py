@@ -120,7 +120,7 @@ class Table:
 
     def write_arrow(self, data: ArrowData | Iterable[pa.RecordBatch], mode: str, metadata: dict[str, str],
                     app_id: str | None, app_version: int | None) -> CommitResult:
-        state = self.state()
+        state = self.head.known_state()
         batches = _batches(data)
         if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
             check_data_schema(TableSchema.from_arrow(data.schema), state.schema, self.name)
@@ -129,13 +129,13 @@ class Table:
         return self.commit_files(files, mode, metadata, new_write_id(), app_id, app_version)
 
     def data_file_writer(self, state: TableState | None = None) -> DataFileWriter:
-        state = state or self.state()
+        state = state or self.head.known_state()
         return DataFileWriter(self.store, self.root, state.schema, state.partition_by, self.name)
 
     def commit_files(self, files: Sequence[FileRef], mode: str, metadata: dict[str, str], write_id: str,
                      app_id: str | None = None, app_version: int | None = None) -> CommitResult:
         """Commits files staged by any writer as one snapshot (the end of every write path)."""
-        state = self.state()
+        state = self.head.known_state()
         build = build_write(files, mode, metadata, write_id, app_id, app_version, state.event_time_column, state)
         return commit_staged(self.head, self.store, self.root, files, build)
 

@@ -1,0 +1,80 @@
+"""Runs every benchmark and prints ratio tables; writes them to docs/benchmarks.md.
+
+    python -m bench            # full sizes (under 20 minutes on 2 cores)
+    python -m bench --quick    # tiny sizes: a smoke run, numbers mean nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import platform
+import sys
+import traceback
+from pathlib import Path
+
+import pyarrow
+
+from bench.common import Report, machine_summary, warn_if_busy
+
+# (module, title): each module has run(report, quick).
+BENCHMARKS = [
+    ("bench.arrow_io", "pyarrow write and scan"),
+    ("bench.commits", "Commit latency"),
+    ("bench.open_table", "Opening tables and state memory"),
+    ("bench.spark_io", "Spark write and scan"),
+    ("bench.aws", "AWS test servers: commits, requests, contention"),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
+    parser.add_argument("--only", action="append", help="run only benchmarks whose module name contains this")
+    parser.add_argument("--output", default=None, help="where to write the Markdown tables "
+                        "(default: docs/benchmarks.md for a full run, nowhere for --quick)")
+    args = parser.parse_args()
+
+    reports: list[Report] = []
+    failed = []
+    print(machine_summary())
+    for module_name, title in BENCHMARKS:
+        if args.only and not any(part in module_name for part in args.only):
+            continue
+        if warning := warn_if_busy():
+            print(warning)
+        print(f"\n== {title}", flush=True)
+        report = Report(title)
+        try:
+            importlib.import_module(module_name).run(report, args.quick)  # type: ignore[attr-defined]
+        except ModuleNotFoundError as error:
+            print(f"  skipped: {error}")
+            continue
+        except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others
+            traceback.print_exc()
+            failed.append(module_name)
+        reports.append(report)
+
+    output = args.output or (None if args.quick else "docs/benchmarks.md")
+    if output:
+        write_markdown(Path(output), reports)
+        print(f"\nwrote {output}")
+    return 1 if failed else 0
+
+
+def write_markdown(path: Path, reports: list[Report]) -> None:
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = (
+        "# Benchmarks\n\n"
+        f"Latest run: {now}; machine: {machine_summary()}; pyarrow {pyarrow.__version__}; "
+        f"{platform.system()} {platform.release()}.\n\n"
+        "Produced by `python -m bench` (see README). Each ratio compares ours with its baseline, measured "
+        "side by side in the same run; times are the best of the runs with the median in brackets.\n\n"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + "\n".join(r.markdown() for r in reports))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""What every benchmark shares: timing, the machine's state, and the result table."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Seconds per run of one side of a comparison."""
+
+    runs: tuple[float, ...]
+
+    @property
+    def best(self) -> float:
+        return min(self.runs)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+
+def measure(action: Callable[[], object], repeat: int = 3, setup: Callable[[], object] | None = None) -> Measurement:
+    runs = []
+    for _ in range(repeat):
+        if setup is not None:
+            setup()
+        started = time.perf_counter()
+        action()
+        runs.append(time.perf_counter() - started)
+    return Measurement(tuple(runs))
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+@dataclass
+class Row:
+    benchmark: str
+    ours: str
+    baseline: str
+    ratio: float | None
+    target: str
+    met: bool | None
+    note: str = ""
+
+
+@dataclass
+class Report:
+    title: str
+    rows: list[Row] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(f"  {row.benchmark}: ours {row.ours} | baseline {row.baseline} | ratio "
+              f"{'-' if row.ratio is None else f'{row.ratio:.2f}x'} | target {row.target} | "
+              f"{_verdict(row.met)} {row.note}", flush=True)
+
+    def markdown(self) -> str:
+        lines = [f"### {self.title}", "", "| benchmark | ours | baseline | ratio | target | met |",
+                 "| --- | --- | --- | --- | --- | --- |"]
+        for row in self.rows:
+            ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x"
+            note = f" ({row.note})" if row.note else ""
+            lines.append(f"| {row.benchmark} | {row.ours} | {row.baseline} | {ratio} | {row.target} | "
+                         f"{_verdict(row.met)}{note} |")
+        return "\n".join(lines) + "\n"
+
+
+def _verdict(met: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "-"}[met]
+
+
+def seconds(measurement: Measurement) -> str:
+    return f"{measurement.best:.3f} s (median {measurement.median:.3f})"
+
+
+def machine_summary() -> str:
+    load = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    busy = " — BUSY: load above the core count, numbers are pessimistic" if load > cores else ""
+    return f"{platform.machine()}, {cores} cores, Python {platform.python_version()}, load {load:.2f}{busy}"
+
+
+def warn_if_busy() -> str | None:
+    load = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    if load > cores:
+        return f"warning: load average {load:.2f} is above the {cores} cores; results will be noisy"
+    return None
