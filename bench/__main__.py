@@ -51,7 +51,7 @@ def main() -> int:
         except ModuleNotFoundError as error:
             print(f"  skipped: {error}")
             continue
-        except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others
+        except Exception:
             traceback.print_exc()
             failed.append(module_name)
         reports.append(report)

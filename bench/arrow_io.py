@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 import tempfile
 from pathlib import Path
-
-import random
 
 import pyarrow as pa
 import pyarrow.dataset as ds

@@ -38,7 +38,7 @@ def measure(action: Callable[[], object], repeat: int = 3, setup: Callable[[], o
 
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 @dataclass
