@@ -13,6 +13,7 @@ import fcntl
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
@@ -24,6 +25,17 @@ from sleeper_spark.storage.base import NewObject, ObjectInfo, ObjectStore
 
 _TEMP_MARK = ".tmp-"
 _LOCK_SUFFIX = ".cas-lock"
+
+
+@contextmanager
+def _storage_errors(what: str) -> Iterator[None]:
+    """Maps the file system's failures (disk full, permissions) to StorageError, once, here."""
+    try:
+        yield
+    except (FileNotFoundError, FileExistsError):
+        raise
+    except OSError as error:
+        raise StorageError(f"{what}: {error.strerror or error}") from error
 
 
 class LocalObjectStore(ObjectStore):
@@ -57,23 +69,28 @@ class LocalObjectStore(ObjectStore):
 
     def put(self, key: str, data: bytes) -> str:
         target = self.path(key)
-        temp = self._write_temp(target, data)
-        os.replace(temp, target)
-        return _etag(target.stat())
+        with _storage_errors(f"writing {self.uri(key)}"):
+            temp = self._write_temp(target, data)
+            os.replace(temp, target)
+            return _etag(target.stat())
 
     def create_if_absent(self, key: str, data: bytes) -> str:
         target = self.path(key)
-        temp = self._write_temp(target, data)
-        try:
-            os.link(temp, target)
-        except FileExistsError:
-            raise PathExistsError(f"{self.uri(key)} exists already") from None
-        finally:
-            temp.unlink(missing_ok=True)
-        return _etag(target.stat())
+        with _storage_errors(f"writing {self.uri(key)}"):
+            temp = self._write_temp(target, data)
+            try:
+                os.link(temp, target)
+            except FileExistsError:
+                raise PathExistsError(f"{self.uri(key)} exists already") from None
+            finally:
+                temp.unlink(missing_ok=True)
+            return _etag(target.stat())
 
     def replace_if_match(self, key: str, data: bytes, etag: str) -> str:
-        target = self.path(key)
+        with _storage_errors(f"writing {self.uri(key)}"):
+            return self._replace_if_match(self.path(key), key, data, etag)
+
+    def _replace_if_match(self, target: Path, key: str, data: bytes, etag: str) -> str:
         temp = self._write_temp(target, data)
         try:
             with _locked(target.with_name(target.name + _LOCK_SUFFIX)):
@@ -90,8 +107,9 @@ class LocalObjectStore(ObjectStore):
 
     def delete(self, key: str) -> None:
         target = self.path(key)
-        target.unlink(missing_ok=True)
-        target.with_name(target.name + _LOCK_SUFFIX).unlink(missing_ok=True)
+        with _storage_errors(f"deleting {self.uri(key)}"):
+            target.unlink(missing_ok=True)
+            target.with_name(target.name + _LOCK_SUFFIX).unlink(missing_ok=True)
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         # Walk only the deepest directory the prefix names, so listing one table's log does
@@ -145,6 +163,10 @@ class _LocalNewObject(NewObject):
         return self._handle
 
     def publish(self) -> None:
+        with _storage_errors(f"writing {self._uri}"):
+            self._publish()
+
+    def _publish(self) -> None:
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self._handle.close()
