@@ -26,7 +26,7 @@ class WriteOutcome:
     writer: int
     seq: int
     rows: int
-    committed: bool
+    committed: bool | None  # None: the writer died before it learnt the outcome; 0 or 1 copies allowed
 
 
 class InvariantViolation(AssertionError):
@@ -50,13 +50,18 @@ def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *,
     seen = Counter(
         (int(s.metadata["writer"]), int(s.metadata["seq"])) for s in history if "writer" in s.metadata
     )
+    expected_rows = 0
     for outcome in outcomes:
         key = (outcome.writer, outcome.seq)
-        expected = 1 if outcome.committed else 0
-        if seen.get(key, 0) != expected:
-            problems.append(f"write {key} reported committed={outcome.committed} but appears {seen.get(key, 0)} times")
-
-    expected_rows = sum(o.rows for o in outcomes if o.committed)
+        count = seen.get(key, 0)
+        allowed = {0, 1} if outcome.committed is None else {1 if outcome.committed else 0}
+        if count not in allowed:
+            problems.append(f"write {key} reported committed={outcome.committed} but appears {count} times")
+        expected_rows += outcome.rows * count
+    known = {(o.writer, o.seq) for o in outcomes}
+    strangers = [key for key in seen if key not in known]
+    if strangers:
+        problems.append(f"writes nobody made are in the table: {strangers[:5]}")
     actual_rows = table.scan().num_rows
     if actual_rows != expected_rows:
         problems.append(f"the table holds {actual_rows} rows, the successful writes wrote {expected_rows}")
