@@ -125,8 +125,9 @@ class Catalog:
         entry = self.backend.registry.lookup(name)
         if entry is None:
             raise TableNotFoundError(f"no table {name!r} in {self.config.warehouse}; known: {self.tables()[:20]}")
+        warm = self._cached(entry)
         table = self._open(entry)
-        if table.head.log.read_one(1) is None and table.head.state_snapshots.pointer.get() is None:
+        if not warm and table.head.log.read_one(1) is None and table.head.state_snapshots.pointer.get() is None:
             raise TableNotFoundError(
                 f"table {name!r} is registered but its creation never completed; drop_table({name!r}) and create it"
             )
@@ -148,6 +149,11 @@ class Catalog:
                                                     join_key(table.root, STATE_DIR) + "/"]
         for prefix in prefixes:
             store.delete_many([info.key for info in store.list(prefix)])
+
+    def _cached(self, entry: TableEntry) -> bool:
+        with self._lock:
+            cached = self._tables.get(entry.name)
+            return cached is not None and cached.table_id == entry.table_id
 
     def _open(self, entry: TableEntry) -> Table:
         with self._lock:
