@@ -3,6 +3,8 @@
 Everything public is importable from here; see the API reference in docs/.
 """
 
+import logging
+
 import sleeper_spark.maintenance  # noqa: F401  registers the maintenance jobs with Table
 from sleeper_spark.errors import (
     CommitConflictError,
@@ -24,6 +26,9 @@ from sleeper_spark.errors import (
 from sleeper_spark.models import ColumnStats, FileRef, Snapshot, VacuumReport, VerifyReport
 from sleeper_spark.table import Catalog, Table
 from sleeper_spark.version import __version__
+
+# A library configures no handlers (the CLI does); this keeps conflict retries off stderr.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "Catalog",

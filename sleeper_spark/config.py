@@ -51,6 +51,9 @@ class CatalogConfig(BaseModel):
     conditional_writes: ConditionalWrites = "native"
     lock_table: str | None = None
     state_snapshot_interval: int = Field(default=100, ge=1)
+    # A writer idle for longer than this also checks the state-snapshot pointer when it next
+    # reads the log, in case the log was truncated past its cached state.
+    recheck_after_s: float = Field(default=300.0, ge=0, le=300.0)
     retry: RetryPolicy = RetryPolicy()
 
     @model_validator(mode="after")

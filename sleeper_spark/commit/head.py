@@ -48,6 +48,10 @@ from sleeper_spark.state import TableState, apply, fold, validate
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+
+# Log truncation never removes a transaction younger than this, so a writer that caught up within
+# half of it cannot be behind a cut (see TableHead.catch_up).
+TRUNCATION_MIN_AGE_S = 600.0
 BuildTransaction = Callable[[TableState], Transaction]
 
 
@@ -73,6 +77,7 @@ class TableHead:
         state_snapshot_interval: int = 100,
         sleep: Callable[[float], None] = time.sleep,
         clock: Clock = utc_now,
+        recheck_after_s: float = 300.0,
     ) -> None:
         self.name = name
         self.log = log_
@@ -83,6 +88,8 @@ class TableHead:
         self._sleep = sleep
         self._clock = clock
         self._state: TableState | None = None
+        self._recheck_after_s = recheck_after_s
+        self._caught_up_at = 0.0
 
     # -- reading -------------------------------------------------------------------------
 
@@ -99,10 +106,26 @@ class TableHead:
         return self._state if self._state is not None else self.catch_up()
 
     def catch_up(self) -> TableState:
+        """Reads the log tail and applies it.
+
+        An empty tail looks the same whether the state is current or the log was truncated past
+        it. Truncation only removes transactions older than ``TRUNCATION_MIN_AGE`` (twice the
+        recheck interval), so a writer that read the log within ``recheck_after_s`` cannot be
+        behind a cut; one idle for longer also asks the state-snapshot pointer, and reloads if
+        it points past its state.
+        """
+        started = time.monotonic()
         if self._state is None:
             self._state = self._load(at_most=None)
         else:
             self._state = fold(self._decoded(self._state.version), self._state)
+            if started - self._caught_up_at > self._recheck_after_s:
+                newest = self.state_snapshots.pointer.get()
+                if newest is not None and newest > self._state.version:
+                    log.info("table %s: state %d is behind state snapshot %d; reloading", self.name,
+                             self._state.version, newest)
+                    self._state = self._load(at_most=None)
+        self._caught_up_at = started
         return self._state
 
     def state_at(self, version: int) -> TableState:

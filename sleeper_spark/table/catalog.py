@@ -169,6 +169,7 @@ class Catalog:
                 self.config.retry,
                 state_snapshot_interval=self.config.state_snapshot_interval,
                 sleep=self._sleep,
+                recheck_after_s=self.config.recheck_after_s,
             )
             table = self._tables[entry.name] = Table(self, entry, head, store)
             return table

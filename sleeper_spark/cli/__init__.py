@@ -1,0 +1,1 @@
+"""The ``sleeper-spark`` command line (see :mod:`sleeper_spark.cli.main`)."""

@@ -1,0 +1,106 @@
+"""Commands that maintain a table: snapshot, compact, vacuum, verify."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import typer
+
+from sleeper_spark import maintenance
+from sleeper_spark.cli.context import JsonFlag, TableName, open_catalog, parse_duration, parse_size
+from sleeper_spark.cli.output import ProgressBars, emit_json, human_bytes, print_fields, print_table, say, stderr
+from sleeper_spark.errors import ConfigError
+from sleeper_spark.table import Table, reading
+
+
+def snapshot(name: TableName, json_: JsonFlag = False) -> None:
+    """Write a state snapshot of the table's current version (faster cold opens)."""
+    number = open_catalog().table(name).create_state_snapshot()
+    if json_:
+        emit_json({"table": name, "state_snapshot": number})
+    else:
+        say(f"state snapshot of {name} at transaction {number}")
+
+
+def compact(
+    name: TableName,
+    target_size: Annotated[str, typer.Option("--target-size", help="Target file size, e.g. 128MiB.")] = "128MiB",
+    partitions: Annotated[list[str] | None, typer.Option(
+        "--partition", help="Only this partition, as column=value; repeat for more columns.")] = None,
+    json_: JsonFlag = False,
+) -> None:
+    """Rewrite small files into files near the target size (in this process)."""
+    table = open_catalog().table(name)
+    where = _partition_filter(table, partitions or [])
+    with ProgressBars(enabled=not json_) as bars:
+        result = maintenance.compact(table, None, parse_size(target_size), where, executor="local", progress=bars)
+    if json_:
+        emit_json({"table": name, "snapshot": result})
+    elif result is None:
+        say(f"nothing to compact in {name}")
+    else:
+        say(f"compacted {result.files_removed} file(s) into {result.files_added} "
+            f"({human_bytes(result.bytes_added)}): version {result.version}")
+
+
+def vacuum(
+    name: TableName,
+    older_than: Annotated[str, typer.Option("--older-than", help="Keep versions and files younger than this.")] = "24h",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only report what would be deleted.")] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Delete data files, spilled bodies and state snapshots that no retained version needs."""
+    table = open_catalog().table(name)
+    with ProgressBars(enabled=not json_) as bars:
+        report = maintenance.vacuum(table, parse_duration(older_than), dry_run, progress=bars)
+    if json_:
+        emit_json(report)
+        return
+    verb = "would delete" if dry_run else "deleted"
+    print_fields(f"vacuum of {name}" + (" (dry run)" if dry_run else ""), [
+        (f"data files {verb}", report.data_files_deleted), (f"spilled bodies {verb}", report.bodies_deleted),
+        (f"state snapshots {verb}", report.state_snapshots_deleted), ("bytes", human_bytes(report.bytes_deleted)),
+    ])
+
+
+def verify(name: TableName, version: Annotated[int | None, typer.Option(
+        "--version", help="A past version; default: the latest.")] = None, json_: JsonFlag = False) -> None:
+    """Check that every file of a version exists with its size and checksum; exit 1 if not."""
+    table = open_catalog().table(name)
+    state = table.state(version)
+    files = list(state.files.values())
+    with ProgressBars(enabled=not json_) as bars:
+        report = reading.verify_files(table.store, table.root, files, state.version,
+                                      progress=bars.advance("verifying", len(files)))
+    if json_:
+        emit_json({**report.model_dump(mode="json"), "ok": report.ok})
+    elif report.ok:
+        say(f"{name} version {report.version}: {report.files_checked} file(s), "
+            f"{human_bytes(report.bytes_checked)}, all present and intact")
+    else:
+        print_table(f"problems in {name} version {report.version}", ("path", "problem", "detail"),
+                    [(p.path, p.problem, p.detail) for p in report.problems])
+    if not report.ok:
+        stderr.print(f"verify found {len(report.problems)} problem(s) in {report.files_checked} file(s)", markup=False)
+        raise typer.Exit(1)
+
+
+def _partition_filter(table: Table, assignments: list[str]) -> pc.Expression | None:
+    """``--partition day=2024-01-01`` as an expression on the partition column's type."""
+    where: pc.Expression | None = None
+    schema = table.schema
+    for assignment in assignments:
+        column, sep, value = assignment.partition("=")
+        if not sep or column not in table.partition_by:
+            raise ConfigError(f"--partition takes column=value with a partition column of "
+                              f"{table.name!r} ({', '.join(table.partition_by) or 'none'}), not {assignment!r}")
+        try:
+            typed = pa.scalar(value).cast(schema.field(column).type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            type_ = schema.field(column).type
+            raise ConfigError(f"{value!r} is not a value of the {type_} column {column!r}") from None
+        term = pc.field(column) == typed
+        where = term if where is None else where & term
+    return where

@@ -1,0 +1,178 @@
+"""Rewriting groups of data files: in this process, or in Spark tasks.
+
+Compaction and delete both come down to the same step: read some files of one partition, keep
+some of their rows, write what is kept as new files with the shared
+:class:`~sleeper_spark.datafiles.writer.DataFileWriter`. A *job* says how (table layout,
+target size, which rows to keep); each *group* of files is one unit of work. The result of a
+group names the files it replaces and the files it wrote; a file none of whose rows would go
+is left out of both, so a delete never rewrites a file it does not change.
+
+Nothing written here is part of the table until the caller commits it. When a run fails, the
+files of the groups that finished are deleted here; files a Spark task wrote before the job
+failed may survive as orphans for vacuum (the driver never learns their names).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.compute as pc
+
+from sleeper_spark.datafiles.writer import DataFileWriter
+from sleeper_spark.errors import ConfigError
+from sleeper_spark.maintenance.planning import FileGroup
+from sleeper_spark.maintenance.progress import Progress, no_progress
+from sleeper_spark.models import FileRef, TableSchema
+from sleeper_spark.storage import ObjectStore, join_key
+from sleeper_spark.table.reading import read_file
+
+log = logging.getLogger(__name__)
+
+# Starting a Spark job costs seconds; below this much input a few driver threads are as quick.
+SPARK_MIN_BYTES = 256 * 2**20
+LOCAL_THREADS = 4
+EXECUTORS = ("auto", "local", "spark")
+
+
+@dataclass(frozen=True)
+class RewriteJob:
+    """What any process needs to rewrite files of one table. Picklable: holds no clients."""
+
+    catalog_options: Mapping[str, str]
+    table_name: str
+    table_root: str
+    schema: TableSchema
+    partition_by: tuple[str, ...]
+    target_file_bytes: int
+    keep: pc.Expression | None = None  # rows to keep; None keeps every row (compaction)
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """The files a group replaces and the files written in their place."""
+
+    removed: tuple[str, ...] = ()
+    added: tuple[FileRef, ...] = field(default=())
+
+
+def rewrite_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef]) -> RewriteResult:
+    """Reads ``files``, keeps ``job.keep`` rows of each, writes them out; runs anywhere."""
+    writer = DataFileWriter(store, job.table_root, job.schema, job.partition_by, job.table_name,
+                            target_file_bytes=job.target_file_bytes)
+    arrow_schema = job.schema.to_arrow()
+    removed: list[str] = []
+    try:
+        for file in files:
+            data = read_file(store, job.table_root, file, arrow_schema, None, None)
+            if job.keep is not None:
+                kept = data.filter(job.keep)
+                if kept.num_rows == data.num_rows:
+                    continue  # no row of this file goes: leave the file as it is
+                data = kept
+            removed.append(file.path)
+            if data.num_rows:
+                writer.write(data)
+        added = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return RewriteResult(tuple(removed), tuple(added))
+
+
+def run(store: ObjectStore, job: RewriteJob, groups: Sequence[FileGroup], spark: Any,
+        executor: str, progress: Progress | None) -> list[RewriteResult]:
+    """Rewrites every group, in Spark tasks or driver threads (see :func:`use_spark`)."""
+    progress = progress or no_progress
+    if use_spark(spark, groups, executor):
+        return _run_spark(spark, store, job, groups, progress)
+    return _run_local(store, job, groups, progress)
+
+
+def check_executor(executor: str) -> None:
+    """Refuses an unknown ``executor`` before any work is done."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"executor must be 'auto', 'local' or 'spark', not {executor!r}")
+
+
+def use_spark(spark: Any, groups: Sequence[FileGroup], executor: str) -> bool:
+    """``executor``: "local" never uses Spark, "spark" always does, "auto" only for big runs."""
+    check_executor(executor)
+    if spark is None or executor == "local":
+        return False
+    if executor == "spark":
+        return True
+    return len(groups) > 1 and sum(g.size_bytes for g in groups) >= SPARK_MIN_BYTES
+
+
+def delete_written(store: ObjectStore, table_root: str, results: Sequence[RewriteResult]) -> None:
+    """Best effort: a file left behind is an orphan that vacuum removes later."""
+    keys = [join_key(table_root, f.path) for r in results for f in r.added]
+    try:
+        store.delete_many(keys)
+    except Exception as error:
+        log.warning("could not delete %d rewritten file(s): %s; vacuum will remove them", len(keys), error)
+
+
+def _run_local(store: ObjectStore, job: RewriteJob, groups: Sequence[FileGroup],
+               progress: Progress) -> list[RewriteResult]:
+    total = len(groups)
+    progress("rewriting", 0, total)
+    results: list[RewriteResult | None] = [None] * total
+    failure: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=max(1, min(LOCAL_THREADS, total))) as pool:
+        futures: list[Future[RewriteResult]] = [pool.submit(rewrite_group, store, job, g.files) for g in groups]
+        for index, future in enumerate(futures):
+            try:
+                results[index] = future.result()
+            except BaseException as error:  # keep collecting, so every finished group is cleaned up
+                failure = failure or error
+            progress("rewriting", index + 1, total)
+    done = [r for r in results if r is not None]
+    if failure is not None:
+        delete_written(store, job.table_root, done)
+        raise failure
+    return done
+
+
+def _run_spark(spark: Any, store: ObjectStore, job: RewriteJob, groups: Sequence[FileGroup],
+               progress: Progress) -> list[RewriteResult]:
+    try:
+        context = spark.sparkContext
+    except Exception:
+        # Spark Connect sessions have no SparkContext; the driver threads do the work instead.
+        log.info("this Spark session cannot run RDD jobs (Spark Connect?); rewriting in this process")
+        return _run_local(store, job, groups, progress)
+    total = len(groups)
+    progress("rewriting (spark)", 0, total)
+    items = [(job, tuple(g.files)) for g in groups]
+    rdd = context.parallelize(items, numSlices=total)
+    rdd.setName(f"sleeper_spark rewrite of {job.table_name}")
+    encoded: list[tuple[tuple[str, ...], tuple[str, ...]]] = rdd.map(rewrite_in_worker).collect()
+    progress("rewriting (spark)", total, total)
+    return [RewriteResult(removed, tuple(FileRef.model_validate_json(f) for f in added))
+            for removed, added in encoded]
+
+
+_worker_stores: dict[tuple[tuple[str, str], ...], ObjectStore] = {}
+
+
+def rewrite_in_worker(item: tuple[RewriteJob, tuple[FileRef, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """One Spark task: rebuild the store from the catalog options, rewrite one group.
+
+    Returns plain strings, so that what travels back to the driver does not depend on how the
+    worker's pickler treats pydantic models. Stores are cached per worker process (workers
+    are reused), never pickled.
+    """
+    job, files = item
+    key = tuple(sorted(job.catalog_options.items()))
+    store = _worker_stores.get(key)
+    if store is None:
+        from sleeper_spark.table.catalog import Catalog
+
+        store = _worker_stores[key] = Catalog.from_options(dict(job.catalog_options)).backend.store
+    result = rewrite_group(store, job, files)
+    return result.removed, tuple(f.model_dump_json() for f in result.added)

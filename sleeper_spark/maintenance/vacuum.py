@@ -1,0 +1,113 @@
+"""Vacuum: deleting what no retained version needs, from one listing of the table's folder.
+
+Three kinds of garbage, each deleted only when its object is older than ``older_than`` too —
+a job still running may be about to commit a young file, and a committer writes a spilled
+body before the log entry that points to it:
+
+* data files (``data/**.parquet``) that no retained version references (see
+  :mod:`~sleeper_spark.maintenance.retention`): files replaced by compaction, overwrite or
+  delete before the window began, and orphans of failed or aborted writes;
+* spilled bodies (``_log/bodies/``) that no log entry points to: left by commit attempts that
+  lost their race, or by log truncation that was interrupted;
+* state snapshots (``_state/<N>.parquet``) older than the one the oldest retained version is
+  rebuilt from. The newest state snapshot is always kept.
+
+``older_than`` must be longer than the longest write job: a job whose files are older than
+that when it commits would find them gone.
+
+Cost: one LIST of the table folder, the log's own lookup of its first number, and one read
+of every transaction still in the log (log truncation keeps that bounded).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from sleeper_spark.commit import utc_now
+from sleeper_spark.datafiles.paths import DATA_DIR
+from sleeper_spark.errors import ConfigError
+from sleeper_spark.log.codec import BODIES_DIR
+from sleeper_spark.log.state_snapshots import STATE_DIR
+from sleeper_spark.maintenance.progress import Progress, no_progress
+from sleeper_spark.maintenance.retention import read_log_facts, retention_floor
+from sleeper_spark.models import VacuumReport
+from sleeper_spark.storage import ObjectInfo, ObjectStore, join_key
+
+if TYPE_CHECKING:
+    from sleeper_spark.table import Table
+
+log = logging.getLogger(__name__)
+
+_DELETE_BATCH = 100
+
+
+@dataclass
+class TableListing:
+    """The objects of one table folder by kind; keys relative to the table root."""
+
+    data: list[ObjectInfo] = field(default_factory=list)
+    bodies: list[ObjectInfo] = field(default_factory=list)
+    state_snapshots: dict[int, ObjectInfo] = field(default_factory=dict)
+
+
+def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: bool = False, *,
+           progress: Progress | None = None, now: datetime | None = None) -> VacuumReport:
+    """Deletes (or with ``dry_run`` only reports) garbage older than ``older_than``."""
+    if not isinstance(older_than, timedelta) or older_than < timedelta(0):
+        raise ConfigError(f"older_than must be a non-negative timedelta, not {older_than!r}")
+    progress = progress or no_progress
+    cutoff = (now or utc_now()) - older_than
+    state = table.head.catch_up()
+    progress("listing", 0, 0)
+    listing = list_table(table.store, table.root)
+    floor = retention_floor(state.history, cutoff)
+    facts = read_log_facts(table, state.version, sorted(listing.state_snapshots), floor, progress)
+    keep = facts.retained_files | set(state.files)
+    doomed_data = [o for o in listing.data if o.key not in keep and o.last_modified < cutoff]
+    doomed_bodies = [o for o in listing.bodies
+                     if o.key not in facts.referenced_bodies and o.last_modified < cutoff]
+    newest = table.head.state_snapshots.pointer.get()
+    doomed_states = [info for number, info in sorted(listing.state_snapshots.items())
+                     if facts.base is not None and number < facts.base and number != newest
+                     and info.last_modified < cutoff]
+    doomed = doomed_data + doomed_bodies + doomed_states
+    if not dry_run:
+        _delete(table.store, table.root, [o.key for o in doomed], progress)
+    log.info("table %s: vacuum %s %d data file(s), %d body(ies), %d state snapshot(s), %d bytes (floor %d)",
+             table.name, "would delete" if dry_run else "deleted", len(doomed_data), len(doomed_bodies),
+             len(doomed_states), sum(o.size for o in doomed), facts.floor)
+    return VacuumReport(dry_run=dry_run, data_files_deleted=len(doomed_data), bodies_deleted=len(doomed_bodies),
+                        state_snapshots_deleted=len(doomed_states), bytes_deleted=sum(o.size for o in doomed),
+                        deleted=tuple(o.key for o in doomed))
+
+
+def list_table(store: ObjectStore, table_root: str) -> TableListing:
+    """One LIST of the table's folder, sorted into the kinds vacuum cares about."""
+    prefix = table_root.rstrip("/") + "/"
+    listing = TableListing()
+    state_prefix = STATE_DIR + "/"
+    for info in store.list(prefix):
+        key = info.key[len(prefix):]
+        relative = ObjectInfo(key=key, size=info.size, last_modified=info.last_modified, etag=info.etag)
+        if key.startswith(DATA_DIR + "/") and key.endswith(".parquet"):
+            listing.data.append(relative)
+        elif key.startswith(BODIES_DIR + "/") and key.endswith(".json"):
+            listing.bodies.append(relative)
+        elif key.startswith(state_prefix) and key.endswith(".parquet") and key[len(state_prefix):-8].isdigit():
+            listing.state_snapshots[int(key[len(state_prefix):-8])] = relative
+    return listing
+
+
+def _delete(store: ObjectStore, table_root: str, keys: Sequence[str], progress: Progress) -> None:
+    total = len(keys)
+    if not total:
+        return
+    progress("deleting", 0, total)
+    for start in range(0, total, _DELETE_BATCH):
+        batch = keys[start:start + _DELETE_BATCH]
+        store.delete_many([join_key(table_root, key) for key in batch])
+        progress("deleting", start + len(batch), total)

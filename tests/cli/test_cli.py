@@ -1,0 +1,163 @@
+"""The installed ``sleeper-spark`` command, run as a user would: output, JSON and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import sleeper_spark as ss
+from tests.maintenance.tables import SCHEMA, age, data_files_on_disk, disk_path, rows
+
+EXECUTABLE = Path(sys.executable).parent / "sleeper-spark"
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250"}
+    env.pop("SLEEPER_SPARK_WAREHOUSE", None)
+    done = subprocess.run([str(EXECUTABLE), *args], capture_output=True, text=True, env=env, timeout=120)
+    if check:
+        assert done.returncode == 0, f"exit {done.returncode}: {done.stderr}"
+    return done
+
+
+def run_json(*args: str) -> Any:
+    return json.loads(run(*args, "--json").stdout)
+
+
+def assert_user_error(done: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and fragment in done.stderr, done.stderr
+    assert done.stderr.startswith("sleeper-spark: error: ")
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> str:
+    return str(tmp_path / "warehouse")
+
+
+@pytest.fixture
+def events(warehouse: str) -> ss.Table:
+    """A table of six one-row appends over two partitions."""
+    table = ss.Catalog.local(warehouse).create_table("events", SCHEMA, partition_by=["day"])
+    for seq in range(6):
+        table.write(rows(seq, 1, f"d{seq % 2}"), metadata={"seq": str(seq)})
+    return table
+
+
+def test_version_from_the_executable_and_python_m() -> None:
+    assert run("--version").stdout.strip() == f"sleeper-spark {ss.__version__}"
+    done = subprocess.run([sys.executable, "-m", "sleeper_spark", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"sleeper-spark {ss.__version__}"
+
+
+def test_init_create_and_list_tables(warehouse: str) -> None:
+    assert run_json("--warehouse", warehouse, "init")["ready"] is True
+    created = run_json("--warehouse", warehouse, "create", "events", "--schema",
+                       "day:string,n:int64 not null,amount:decimal(10,2)", "--partition-by", "day",
+                       "--property", "owner=ops")
+    assert created["partition_by"] == ["day"] and created["version"] == 1 and created["properties"] == {"owner": "ops"}
+    assert created["schema"][1] == {"name": "n", "type": "int64", "nullable": False}
+    assert run_json("--warehouse", warehouse, "tables") == ["events"]
+    assert "events" in run("--warehouse", warehouse, "tables").stdout
+    table = ss.Catalog.local(warehouse).table("events")
+    assert table.schema.field("amount").type == pa.decimal128(10, 2)
+
+
+def test_describe_history_files_and_log_as_json_and_tables(warehouse: str, events: ss.Table) -> None:
+    described = run_json("--warehouse", warehouse, "describe", "events")
+    assert (described["version"], described["files"], described["rows"]) == (7, 6, 6)
+    history = run_json("--warehouse", warehouse, "history", "events")
+    assert [s["version"] for s in history] == list(range(2, 8)) and history[0]["metadata"] == {"seq": "0"}
+    assert len(run_json("--warehouse", warehouse, "files", "events")) == 6
+    assert len(run_json("--warehouse", warehouse, "files", "events", "--version", "3")) == 2
+    log = run_json("--warehouse", warehouse, "log", "events", "--from", "2", "--limit", "2")
+    assert [(e["number"], e["transaction"]["type"]) for e in log] == [(2, "add_files"), (3, "add_files")]
+    assert run_json("--warehouse", warehouse, "log", "events")[0]["transaction"]["type"] == "create_table"
+    for command in ("describe", "history", "files", "log"):
+        assert "events" in run("--warehouse", warehouse, command, "events").stdout
+
+
+def test_compact_snapshot_vacuum_and_verify(warehouse: str, events: ss.Table) -> None:
+    compacted = run_json("--warehouse", warehouse, "compact", "events", "--partition", "day=d0")
+    assert compacted["snapshot"]["operation"] == "compact" and compacted["snapshot"]["files_removed"] == 3
+    assert "compacted 3 file(s) into 1" in run("--warehouse", warehouse, "compact", "events").stdout
+    assert run_json("--warehouse", warehouse, "compact", "events")["snapshot"] is None
+    assert run_json("--warehouse", warehouse, "snapshot", "events")["state_snapshot"] == 9
+    dry = run_json("--warehouse", warehouse, "vacuum", "events", "--older-than", "0", "--dry-run")
+    assert dry["dry_run"] and dry["data_files_deleted"] == 6
+    assert len(data_files_on_disk(events)) == 8
+    assert "would delete" in run("--warehouse", warehouse, "vacuum", "events", "--dry-run").stdout
+    done = run_json("--warehouse", warehouse, "vacuum", "events", "--older-than", "0s")
+    assert not done["dry_run"] and done["data_files_deleted"] == 6 and len(data_files_on_disk(events)) == 2
+    verified = run_json("--warehouse", warehouse, "verify", "events")
+    assert verified["ok"] and verified["files_checked"] == 2
+    assert "all present and intact" in run("--warehouse", warehouse, "verify", "events").stdout
+
+
+def test_vacuum_keeps_young_orphans_by_default(warehouse: str, events: ss.Table) -> None:
+    orphan = disk_path(events, "data/day=d0/orphan.parquet")
+    orphan.write_bytes(disk_path(events, events.files()[0].path).read_bytes())
+    assert run_json("--warehouse", warehouse, "vacuum", "events")["data_files_deleted"] == 0
+    age(orphan, timedelta(days=2))
+    assert run_json("--warehouse", warehouse, "vacuum", "events")["deleted"] == ["data/day=d0/orphan.parquet"]
+
+
+def test_verify_exits_1_when_a_file_is_damaged(warehouse: str, events: ss.Table) -> None:
+    disk_path(events, events.files()[0].path).write_bytes(b"not parquet")
+    done = run("--warehouse", warehouse, "verify", "events", "--json", check=False)
+    assert done.returncode == 1 and json.loads(done.stdout)["ok"] is False
+    assert "1 problem" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_lock_commands_say_no_locks_are_in_use(warehouse: str) -> None:
+    assert run("--warehouse", warehouse, "lock", "status").stdout.strip() == "no locks in use by this catalog"
+    assert run_json("--warehouse", warehouse, "lock", "status")["locks"] == []
+    assert run("--warehouse", warehouse, "lock", "break").stdout.strip() == "no locks in use by this catalog"
+
+
+def test_catalog_options_file(tmp_path: Path, warehouse: str, events: ss.Table) -> None:
+    options = tmp_path / "catalog.json"
+    options.write_text(json.dumps({**ss.Catalog.local(warehouse).options(), "state_snapshot_interval": 50}))
+    assert run_json("--catalog-options", str(options), "tables") == ["events"]
+    options.write_text("{not json")
+    assert_user_error(run("--catalog-options", str(options), "tables", check=False), "not valid JSON")
+    options.write_text(json.dumps({"warehouse": warehouse, "colour": "blue"}))
+    assert_user_error(run("--catalog-options", str(options), "tables", check=False), "unknown sleeper option")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("describe", "missing"), "no table 'missing'"),
+        (("files", "events", "--version", "99"), "no version 99"),
+        (("history",), "Missing argument"),
+        (("frobnicate",), "No such command"),
+        (("vacuum", "events", "--older-than", "soon"), "cannot read the duration"),
+        (("create", "bad name", "--schema", "a:int64"), "bad name"),
+        (("create", "other", "--schema", "a:int128"), "unknown type 'int128'"),
+        (("create", "events", "--schema", "a:int64"), "exists already"),
+        (("compact", "events", "--partition", "n=1"), "--partition takes column=value"),
+    ],
+)
+def test_user_errors_exit_1_with_one_line_and_no_traceback(
+    warehouse: str, events: ss.Table, args: tuple[str, ...], fragment: str
+) -> None:
+    assert_user_error(run("--warehouse", warehouse, *args, check=False), fragment)
+
+
+def test_a_missing_catalog_is_a_user_error() -> None:
+    assert_user_error(run("tables", check=False), "no catalog given")
+
+
+def test_debug_shows_the_traceback(warehouse: str) -> None:
+    done = run("--warehouse", warehouse, "--debug", "describe", "missing", check=False)
+    assert done.returncode == 1 and "Traceback" in done.stderr and "TableNotFoundError" in done.stderr
