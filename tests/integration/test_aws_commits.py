@@ -1,0 +1,138 @@
+"""Commits on the AWS catalog (DynamoDB Local + SeaweedFS): races, big bodies, request budget, lost answers."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from botocore.exceptions import ReadTimeoutError
+
+import sleeper_spark as ss
+from sleeper_spark.storage.aws import make_client
+from tests.fixtures.catalogs import EVENTS_SCHEMA, events, make_catalog
+from tests.invariants import WriteOutcome, check_table_invariants
+
+pytestmark = pytest.mark.integration
+
+WRITERS = 6
+APPENDS = 8
+
+
+@pytest.fixture(params=["aws", "object_store"])
+def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> ss.Catalog:
+    return make_catalog(str(request.param), request, tmp_path)
+
+
+def append_many(options: dict[str, str], writer: int, start: Any) -> list[WriteOutcome]:
+    table = ss.Catalog.from_options(options).table("events")
+    start.wait()
+    outcomes = []
+    for seq in range(APPENDS):
+        try:
+            table.write(events(writer, seq), metadata={"writer": str(writer), "seq": str(seq)})
+            outcomes.append(WriteOutcome(writer, seq, 3, committed=True))
+        except ss.SleeperSparkError:
+            outcomes.append(WriteOutcome(writer, seq, 3, committed=False))
+    return outcomes
+
+
+def test_six_racing_processes_lose_nothing(catalog: ss.Catalog) -> None:
+    # Given a table on the test servers
+    catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
+    # When 6 processes append 8 times each, all released at once
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        start = manager.Event()
+        with context.Pool(WRITERS) as pool:
+            pending = [pool.apply_async(append_many, (catalog.options(), w, start)) for w in range(WRITERS)]
+            start.set()
+            outcomes = [o for p in pending for o in p.get(timeout=600)]
+    # Then no commit failed and every invariant holds
+    assert [o for o in outcomes if not o.committed] == []
+    check_table_invariants(ss.Catalog(catalog.config).table("events"), outcomes)
+
+
+def test_a_two_thousand_file_commit_spills_its_body_and_reads_back(catalog: ss.Catalog) -> None:
+    table = catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
+    days = [f"day-{i:04d}" for i in range(2000)]
+    data = pa.table({"day": days, "writer": [0] * 2000, "seq": [0] * 2000, "value": [1.0] * 2000},
+                    schema=EVENTS_SCHEMA)
+    snapshot = table.write(data)
+    assert snapshot.files_added == 2000
+    assert len(list(catalog.backend.store.list("events/_log/bodies/"))) == 1
+    fresh = ss.Catalog(catalog.config).table("events")
+    assert len(fresh.files()) == 2000 and fresh.latest() == snapshot
+    assert fresh.scan().num_rows == 2000
+
+
+class RequestCounter:
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def __call__(self, model: Any, **_: Any) -> None:
+        self.calls[model.name] += 1
+
+
+@pytest.fixture
+def requests(catalog: ss.Catalog) -> Iterator[RequestCounter]:
+    counter = RequestCounter()
+    config = catalog.config
+    clients = [make_client("s3", config), make_client("s3", config, retries=False)]
+    if config.catalog == "aws":
+        clients += [make_client("dynamodb", config), make_client("dynamodb", config, retries=False)]
+    for client in clients:
+        client.meta.events.register("before-call", counter)
+    yield counter
+    for client in clients:
+        client.meta.events.unregister("before-call", counter)
+
+
+def test_a_warm_append_makes_one_log_put_one_tail_read_and_no_list(catalog: ss.Catalog,
+                                                                     requests: RequestCounter) -> None:
+    # Given a writer that holds the table's state
+    table = catalog.create_table("events", EVENTS_SCHEMA)
+    table.write(events(0, 0))
+    requests.calls.clear()
+    # When it appends one file
+    table.write(events(0, 1))
+    # Then: the data file's PUT, one conditional log put, one tail read, and no LIST
+    calls = dict(requests.calls)
+    assert not any("List" in name for name in calls), calls
+    if catalog.config.catalog == "aws":
+        assert calls == {"PutObject": 1, "PutItem": 1, "Query": 1}
+    else:
+        # the object-store log: entry PUT and a GET of the next number as the tail read
+        assert calls == {"PutObject": 2, "GetObject": 1}
+
+
+def test_a_lost_put_response_neither_loses_nor_duplicates_the_commit(request: pytest.FixtureRequest,
+                                                                      tmp_path: Path) -> None:
+    # (the object store's lost answers are covered in test_s3_store.py)
+    catalog = make_catalog("aws", request, tmp_path)
+    # Given a DynamoDB client that drops the answer to the next PutItem after the server applied it
+    table = catalog.create_table("events", EVENTS_SCHEMA)
+    table.write(events(0, 0))
+    client = make_client("dynamodb", catalog.config, retries=False)
+    dropped: list[str] = []
+
+    def drop_answer(**kwargs: Any) -> None:
+        if not dropped:
+            dropped.append("PutItem")
+            raise ReadTimeoutError(endpoint_url="dynamodb")
+
+    client.meta.events.register("after-call.dynamodb.PutItem", drop_answer)
+    try:
+        # When writing through it
+        snapshot = table.write(events(1, 0), metadata={"writer": "1", "seq": "0"})
+    finally:
+        client.meta.events.unregister("after-call.dynamodb.PutItem", drop_answer)
+    # Then the answer was dropped, and the write is in the log exactly once
+    assert dropped == ["PutItem"]
+    history = ss.Catalog(catalog.config).table("events").history()
+    assert [s.version for s in history] == [2, 3]
+    assert history[-1].snapshot_id == snapshot.snapshot_id
