@@ -2,7 +2,7 @@
 
 This is the only place that loops over commit attempts (Sleeper's ``TransactionLogHead``)::
 
-    state = catch_up()
+    state = cached state if read recently, else catch_up()
     loop (attempts, base delay, max delay, jitter):
         validate(txn, state)                      # a conflict no retry can fix -> raise
         log.append(state.version + 1, txn)        # one conditional put
@@ -170,7 +170,7 @@ class TableHead:
             for attempt in commit_retrying(self._retry, self.name, self._sleep):
                 with attempt:
                     attempts += 1
-                    state = self._catch_up_knowing(uncertain_at)
+                    state = self._optimistic_state() if attempts == 1 else self._catch_up_knowing(uncertain_at)
                     txn = build(state)
                     write_id = txn.write_id
                     if uncertain_at is not None:
@@ -199,6 +199,18 @@ class TableHead:
             ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _optimistic_state(self) -> TableState:
+        """The state for a first attempt: the cached one if it was read recently.
+
+        Appending at ``cached.version + 1`` without reading the tail first is safe: the put
+        succeeds only if that number is free, and numbers are contiguous, so success proves the
+        cached state was the head and the validation ran against the true predecessor. A warm
+        writer thus pays one conditional put and no read; a loser reads the tail and retries.
+        """
+        if self._state is not None and time.monotonic() - self._caught_up_at <= self._recheck_after_s:
+            return self._state
+        return self.catch_up()
+
     def _catch_up_knowing(self, uncertain_at: int | None) -> TableState:
         try:
             return self.catch_up()
@@ -225,6 +237,7 @@ class TableHead:
         except AppendOutcomeUnknownError:
             return number
         apply(txn, state)
+        self._caught_up_at = time.monotonic()  # the put proved this state is the head
         latest = state.latest
         assert latest is not None
         return latest
