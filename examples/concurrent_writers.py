@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing
 import tempfile
 from collections import Counter
@@ -56,7 +57,7 @@ def main() -> None:
           f"{table.scan().num_rows} rows")
     per_writer = Counter(s.metadata["writer"] for s in history)
     print("commits per writer:", dict(sorted(per_writer.items())))
-    linear = all(b.parent_id == a.snapshot_id for a, b in zip(history, history[1:], strict=False))
+    linear = all(b.parent_id == a.snapshot_id for a, b in itertools.pairwise(history))
     print("history is linear:", linear)
 
 

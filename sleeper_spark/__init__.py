@@ -24,6 +24,7 @@ from sleeper_spark.errors import (
     TableNotFoundError,
 )
 from sleeper_spark.models import ColumnStats, FileRef, Snapshot, VacuumReport, VerifyReport
+from sleeper_spark.spark import register  # importing it registers the Spark bridge
 from sleeper_spark.table import Catalog, Table
 from sleeper_spark.version import __version__
 
@@ -54,4 +55,5 @@ __all__ = [
     "VacuumReport",
     "VerifyReport",
     "__version__",
+    "register",
 ]

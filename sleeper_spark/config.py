@@ -130,6 +130,11 @@ WRITE_AND_READ_OPTIONS = frozenset(
         "table",
         "max_files_per_partition",
         "target_file_bytes",
+        "metadata_json",
+        "row_group_rows",
+        "parallelism",
+        "max_partition_bytes",
+        "scan_guard",
     }
 )
 

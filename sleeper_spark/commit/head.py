@@ -266,7 +266,7 @@ def _idempotent_repeat(txn: Transaction, state: TableState) -> Snapshot | None:
     """For a write tagged (app_id, app_version) that was committed already: its snapshot."""
     if txn.app_id is None or txn.app_version is None:
         return None
-    if state.app_versions.get(txn.app_id, 0) < txn.app_version:
+    if txn.app_id not in state.app_versions or state.app_versions[txn.app_id] < txn.app_version:
         return None
     earlier = state.snapshot_for_app(txn.app_id, txn.app_version)
     if earlier is not None:

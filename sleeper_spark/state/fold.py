@@ -198,4 +198,4 @@ def _record(txn: TransactionBase, state: TableState, *, rows_added: int = 0, row
         )
     )
     if txn.app_id is not None and txn.app_version is not None:
-        state.app_versions[txn.app_id] = max(txn.app_version, state.app_versions.get(txn.app_id, 0))
+        state.app_versions[txn.app_id] = max(txn.app_version, state.app_versions.get(txn.app_id, txn.app_version))

@@ -176,3 +176,12 @@ def test_a_big_body_is_spilled_once_and_reads_back(table: ss.Table, memory_backe
     assert len(list(memory_backend.store.list("events/_log/bodies/"))) == 1
     fresh = rival(memory_backend)
     assert len(fresh.files()) == 800 and fresh.latest() == snapshot
+
+
+def test_version_zero_of_a_new_app_is_committed(table: ss.Table) -> None:
+    # Given an app that has never written; When it writes its version 0
+    snapshot = table.write(events(0, 0), app_id="fresh", app_version=0)
+    # Then it is committed as its own snapshot, and only a repeat of 0 is skipped
+    assert (snapshot.app_id, snapshot.app_version, snapshot.version) == ("fresh", 0, 2)
+    assert table.write(events(0, 0), app_id="fresh", app_version=0) == snapshot
+    assert table.scan().num_rows == 3

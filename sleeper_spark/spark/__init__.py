@@ -1,0 +1,55 @@
+"""Spark integration: the ``sleeper`` Python data source and the helper API.
+
+This is the only package that imports pyspark, and it does so lazily: importing it (which
+``import sleeper_spark`` does) only registers the bridge through which ``Table`` hands Spark
+DataFrames over, so the rest of the library works without pyspark installed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sleeper_spark.table.extensions import register_spark_bridge
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sleeper_spark.models import Snapshot
+    from sleeper_spark.table import Table
+
+
+def register(spark: Any) -> None:
+    """Registers the ``sleeper`` data source with ``spark`` and enables filter pushdown.
+
+    Idempotent. The ``spark.sleeper.*`` session settings are read now for the
+    ``format("sleeper")`` route (Spark's Python workers cannot see the session conf): call it
+    again after changing them. ``cat.write`` / ``cat.read`` call it themselves.
+    """
+    from sleeper_spark.spark.source import register_source
+
+    register_source(spark)
+
+
+class SparkDataFrames:
+    """The :class:`~sleeper_spark.table.extensions.SparkBridge` that ``Table`` uses for Spark."""
+
+    def is_dataframe(self, data: object) -> bool:
+        # Duck-typed so that neither a check nor an import needs pyspark; covers Spark Connect too.
+        return type(data).__module__.startswith("pyspark") and hasattr(data, "write") and hasattr(data, "schema")
+
+    def write(self, table: Table, df: Any, mode: str, metadata: Mapping[str, str],
+              app_id: str | None, app_version: int | None) -> Snapshot:
+        from sleeper_spark.spark import helper
+
+        return helper.write(table, df, mode, metadata, app_id, app_version)
+
+    def read(self, table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:
+        from sleeper_spark.spark import helper
+
+        return helper.read(table, spark, version, timestamp)
+
+
+register_spark_bridge(SparkDataFrames())
+
+__all__ = ["SparkDataFrames", "register"]

@@ -1,0 +1,112 @@
+"""The helper API behind ``cat.write`` / ``t.write`` / ``t.read`` for Spark DataFrames.
+
+Both go through the ``sleeper`` format, so there is one code path. What the helper adds runs on
+the driver: the current ``spark.sleeper.*`` conf as explicit options, the schema check before
+any job starts, and, since Spark runs ``commit()`` in another process, finding the committed
+snapshot afterwards by the write's ``write_id``. Errors raised in Spark's Python workers reach
+the driver as Spark exceptions; the helper raises the sleeper_spark error they carry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import sleeper_spark.errors as errors
+from sleeper_spark.errors import CommitStateUnknownError, SleeperSparkError
+from sleeper_spark.models import Snapshot, TableSchema
+from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.spark import options as opt
+from sleeper_spark.state import TableState
+from sleeper_spark.table.writes import new_write_id
+
+if TYPE_CHECKING:
+    from sleeper_spark.table import Table
+
+_ERROR_LINE = re.compile(r"sleeper_spark\.errors\.(\w+): (.*)")
+
+
+def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id: str | None,
+          app_version: int | None) -> Snapshot:
+    """Writes ``df`` as one snapshot of ``table`` and returns that snapshot."""
+    spark = df.sparkSession
+    from sleeper_spark.spark.source import current_session_options, register_source
+
+    register_source(spark)
+    state = table.state()
+    check_data_schema(TableSchema.from_any(df.schema), state.schema, table.name)
+    if app_id is not None and app_version is not None:
+        earlier = _app_write(state, app_id, app_version)
+        if earlier is not None:
+            return earlier  # an idempotent repeat: no job runs, nothing is staged
+    write_id = new_write_id()
+    write_options = {opt.WRITE_ID: write_id, **opt.metadata_option(metadata)}
+    if app_id is not None and app_version is not None:
+        write_options.update({opt.APP_ID: app_id, opt.APP_VERSION: str(app_version)})
+    options = opt.merge(current_session_options(spark), table.catalog.options(), write_options)
+    try:
+        df.write.format("sleeper").options(**options).mode(mode).save(table.name)
+    except Exception as error:
+        raise _typed(error) from error
+    state = table.head.catch_up()
+    snapshot = state.snapshot_for_write(write_id)
+    if snapshot is None and app_id is not None and app_version is not None:
+        snapshot = _app_write(state, app_id, app_version)
+    if snapshot is None:
+        raise CommitStateUnknownError(
+            f"table {table.name!r}: Spark reported write {write_id} as committed, but the log does not show it"
+        )
+    return snapshot
+
+
+def read(table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:
+    """The table at a version (or a time) as a DataFrame; the version is resolved here."""
+    from sleeper_spark.spark.source import current_session_options, register_source, session_parallelism
+
+    register_source(spark)
+    resolved = table.resolve_version(version, timestamp)  # typed errors before Spark is involved
+    read_options = {opt.SCAN_GUARD: "true"}
+    if resolved is not None:
+        read_options[opt.VERSION_AS_OF] = str(resolved)
+    parallelism = session_parallelism(spark)
+    if parallelism:
+        read_options[opt.PARALLELISM] = str(parallelism)
+    options = opt.merge(current_session_options(spark), table.catalog.options(), read_options)
+    try:
+        loaded = spark.read.format("sleeper").options(**options).load(table.name)
+    except Exception as error:
+        raise _typed(error) from error
+    # Every query on this DataFrame now pushes the guard, so each gets a read plan of its own
+    # and may skip files (see sleeper_spark.spark.scans).
+    if opt.GUARD_COLUMN not in loaded.columns:
+        return loaded  # the table has a column of that name: its scans read every file
+    return loaded.where(loaded[opt.GUARD_COLUMN]).drop(opt.GUARD_COLUMN)
+
+
+def _app_write(state: TableState, app_id: str, app_version: int) -> Snapshot | None:
+    """The snapshot that already holds this (app_id, app_version), if any.
+
+    A version at or below the app's highest committed one is a repeat: the same version's
+    snapshot, or the app's newest one when this version was superseded without committing.
+    """
+    if state.app_versions.get(app_id, -1) < app_version:
+        return None
+    same = state.snapshot_for_app(app_id, app_version)
+    if same is not None:
+        return same
+    for snapshot in reversed(state.history):
+        if snapshot.app_id == app_id:
+            return snapshot
+    return None
+
+
+def _typed(error: Exception) -> Exception:
+    """The sleeper_spark error a Spark exception carries (the last one named), else itself."""
+    matches = _ERROR_LINE.findall(str(error))
+    for name, message in reversed(matches):
+        error_type = getattr(errors, name, None)
+        if isinstance(error_type, type) and issubclass(error_type, SleeperSparkError):
+            return error_type(message.strip())
+    return error

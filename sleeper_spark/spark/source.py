@@ -1,0 +1,117 @@
+"""The ``sleeper`` Python data source and its registration with a SparkSession.
+
+A Python data source runs in Python workers that have no SparkSession, so it cannot read the
+session conf. :func:`register_source` therefore reads the ``spark.sleeper.*`` entries (and the
+default parallelism) on the driver and registers a subclass that carries them; the subclass is
+pickled by value with its class attributes. Options given to ``.option()`` win over them.
+Registering again after changing the conf refreshes them; the helper API always passes the
+current conf as explicit options.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.types import StructType
+
+from sleeper_spark.spark.options import GUARD_COLUMN, merge, open_catalog, parse_read, session_options
+from sleeper_spark.spark.reader import ReadTarget, SleeperReader, default_parallelism, spark_schema
+from sleeper_spark.spark.writer import plan_write
+
+SOURCE_NAME = "sleeper"
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+class SleeperDataSource(DataSource):
+    """``spark.read.format("sleeper")`` and ``df.write.format("sleeper")``."""
+
+    session_options: ClassVar[dict[str, str]] = {}
+    default_parallelism: ClassVar[int] = 0
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self._pinned: int | None = None  # the transaction number schema() resolved
+        self._relation = uuid.uuid4().hex  # kept by every scan of this DataFrame (pickled with it)
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def merged_options(self) -> dict[str, str]:
+        """The session's ``spark.sleeper.*`` settings overlaid with this read's or write's options."""
+        return merge(self.session_options, dict(self.options))
+
+    def schema(self) -> StructType:
+        target = self._read_target()
+        self._pinned = target.version
+        return spark_schema(target.schema, target.guarded)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return SleeperReader(self._read_target(), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return plan_write(self.merged_options(), schema, overwrite)
+
+    def _read_target(self) -> ReadTarget:
+        options = self.merged_options()
+        settings = parse_read(options)
+        table = open_catalog(options).table(settings.table)
+        version = self._pinned
+        if version is None:
+            version = table.resolve_version(settings.version, settings.timestamp)
+        if version is None:
+            version = table.state().version
+        state = table.state(version)
+        return ReadTarget(
+            options=tuple(sorted(options.items())), table=table.name, table_id=table.table_id, root=table.root,
+            version=state.version, schema=state.schema,
+            parallelism=settings.parallelism or self.default_parallelism or default_parallelism(),
+            max_partition_bytes=settings.max_partition_bytes, relation=self._relation,
+            guarded=settings.guarded and GUARD_COLUMN not in state.schema.names,
+        )
+
+
+_registered: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def register_source(spark: Any) -> None:
+    """Registers ``sleeper`` with ``spark`` and enables filter pushdown; idempotent."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    conf = session_options(_session_conf(spark))
+    parallelism = session_parallelism(spark)
+    key = (tuple(sorted(conf.items())), parallelism)
+    with _lock:
+        if _registered.get(spark) == key:
+            return
+        # A class built here is not importable by name, so cloudpickle ships it by value,
+        # class attributes included; its methods come from SleeperDataSource by reference.
+        source = type("SleeperDataSourceForSession", (SleeperDataSource,), {
+            "session_options": conf, "default_parallelism": parallelism, "__module__": __name__,
+            "__qualname__": "SleeperDataSourceForSession",
+        })
+        spark.dataSource.register(source)
+        _registered[spark] = key
+
+
+def current_session_options(spark: Any) -> dict[str, str]:
+    """The session's ``spark.sleeper.*`` settings as they are now."""
+    return session_options(_session_conf(spark))
+
+
+def _session_conf(spark: Any) -> Mapping[str, str]:
+    conf = spark.conf.getAll
+    return dict(conf() if callable(conf) else conf)
+
+
+def session_parallelism(spark: Any) -> int:
+    """The session's default parallelism, or 0 where the client cannot know it (Spark Connect)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext on the client
+        return 0

@@ -1,0 +1,52 @@
+"""Run by test_failures.py in its own process: a write whose first attempt of one task fails.
+
+Retrying a task needs ``spark.task.maxFailures`` > 1, which a local master takes from its
+``local[N,F]`` form when the JVM starts; a process can start only one JVM, hence the script.
+Prints one JSON line: the committed snapshot and what the table holds afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
+
+import sleeper_spark as ss
+
+
+@F.udf(LongType())
+def fails_once(value: int) -> int:
+    context = TaskContext.get()
+    # Late in partition 0, on the first attempt only: the writer has consumed rows by then.
+    if context is not None and context.partitionId() == 0 and context.attemptNumber() == 0 and value == 40_000:
+        raise RuntimeError("injected failure of the first attempt")
+    return value
+
+
+def main(warehouse: str, log4j: str) -> None:
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # read when the JVM starts its Python workers
+    spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+             .getOrCreate())
+    catalog = ss.Catalog.local(warehouse)
+    rows = spark.range(0, 200_000, numPartitions=4).withColumn("id", fails_once("id"))
+    df = rows.withColumn("part", (F.col("id") % 4).cast("string"))
+    snapshot = catalog.write(df, "events", partition_by=["part"])
+    table = catalog.table("events")
+    ids = table.scan(columns=["id"]).column("id").to_pylist()
+    print(json.dumps({
+        "version": snapshot.version, "rows_added": snapshot.rows_added, "rows": len(ids), "distinct": len(set(ids)),
+        "min": min(ids), "max": max(ids), "versions": [s.version for s in table.history()],
+        "files": sorted(f.path for f in table.files()),
+    }))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
