@@ -152,11 +152,10 @@ class TableHead:
         return state
 
     def _decoded(self, after: int, up_to: int | None = None) -> Iterator[tuple[int, Transaction]]:
-        try:
-            for record in self.log.read(after=after, up_to=up_to):
-                yield record.number, self.codec.decode(record.number, record.body)
-        except LogThrottledError as error:
-            raise StorageError(f"table {self.name!r}: reading the log was throttled: {error}") from None
+        # A throttled read surfaces as LogThrottledError (a StorageError): the commit loop
+        # retries it with back-off; a plain reader sees a StorageError saying so.
+        for record in self.log.read(after=after, up_to=up_to):
+            yield record.number, self.codec.decode(record.number, record.body)
 
     # -- committing ----------------------------------------------------------------------
 
@@ -170,7 +169,10 @@ class TableHead:
             for attempt in commit_retrying(self._retry, self.name, self._sleep):
                 with attempt:
                     attempts += 1
-                    state = self._optimistic_state() if attempts == 1 else self._catch_up_knowing(uncertain_at)
+                    try:
+                        state = self._optimistic_state() if attempts == 1 else self._catch_up_knowing(uncertain_at)
+                    except LogThrottledError:
+                        raise RetryCommit("reading the log was throttled") from None
                     txn = build(state)
                     write_id = txn.write_id
                     if uncertain_at is not None:

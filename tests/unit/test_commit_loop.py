@@ -185,3 +185,19 @@ def test_version_zero_of_a_new_app_is_committed(table: ss.Table) -> None:
     assert (snapshot.app_id, snapshot.app_version, snapshot.version) == ("fresh", 0, 2)
     assert table.write(events(0, 0), app_id="fresh", app_version=0) == snapshot
     assert table.scan().num_rows == 3
+
+
+def test_a_throttled_tail_read_is_retried_not_failed(table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
+    # Given a writer that loses a race and whose next tail read is throttled
+    table.write(events(0, 0))
+    other = rival(memory_backend)
+    log = memory_backend.logs[table.table_id]
+
+    def rival_commits_then_reads_throttle() -> None:
+        other.write(events(1, 0))
+        log.fail_next_read(LogThrottledError("slow down"))
+
+    log.at_start_of_next_append(rival_commits_then_reads_throttle)
+    # When it appends, Then it backs off, reads again, and commits
+    snapshot = table.write(events(0, 1))
+    assert snapshot.version == 4 and table.scan().num_rows == 9
