@@ -41,6 +41,10 @@ class ObjectStoreBackend(CatalogBackend):
     def log(self, entry: TableEntry) -> TransactionLog:
         return ObjectStoreTransactionLog(self.store, self.conditional, entry.root)
 
+    def ensure_infrastructure(self) -> None:
+        """Creates what the conditional-write strategy needs (the DynamoDB lock table)."""
+        self.conditional.ensure_infrastructure()
+
     def state_pointer(self, entry: TableEntry) -> StatePointer:
         return ObjectStoreStatePointer(self.store, self.conditional, entry.root)
 

@@ -24,6 +24,9 @@ class ConditionalWrites(ABC):
     def replace_if_match(self, key: str, data: bytes, etag: str) -> str:
         """Writes only while ``key`` has ``etag``; :class:`PreconditionFailedError` otherwise."""
 
+    def ensure_infrastructure(self) -> None:
+        """Creates what the strategy needs outside the store (the DynamoDB lock table); idempotent."""
+
 
 class NativeConditionalWrites(ConditionalWrites):
     """The store's own conditional requests."""

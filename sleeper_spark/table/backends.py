@@ -5,7 +5,14 @@ from __future__ import annotations
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.log import CatalogBackend, ObjectStoreBackend
-from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites, ObjectStore
+from sleeper_spark.storage import (
+    ConditionalWrites,
+    ConditionalWritesStore,
+    LocalObjectStore,
+    NativeConditionalWrites,
+    ObjectStore,
+    open_conditional_writes,
+)
 
 
 def open_backend(config: CatalogConfig) -> CatalogBackend:
@@ -22,7 +29,7 @@ def open_backend(config: CatalogConfig) -> CatalogBackend:
     return ObjectStoreBackend(*_object_store_with_strategy(config))
 
 
-def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, NativeConditionalWrites]:
+def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, ConditionalWrites]:
     store: ObjectStore
     if config.warehouse.startswith("s3://"):
         from sleeper_spark.log.aws_backend import open_s3_store
@@ -30,6 +37,9 @@ def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, Nat
         store = open_s3_store(config)
     else:
         store = LocalObjectStore(config.warehouse.removeprefix("file://"))
+    conditional = open_conditional_writes(store, config)
     if config.conditional_writes != "native":
-        raise ConfigError(f"conditional_writes={config.conditional_writes!r} is not available yet; use 'native'")
-    return store, NativeConditionalWrites(store)
+        # Spilled bodies, state snapshots and data files are created through the store itself:
+        # route its create-if-absent through the strategy too, so nothing relies on the store.
+        store = ConditionalWritesStore(store, conditional)
+    return store, conditional

@@ -41,7 +41,13 @@ def append_many(options: dict[str, str], writer: int, start: Any) -> list[WriteO
     return outcomes
 
 
-def test_six_racing_processes_lose_nothing(catalog: ss.Catalog) -> None:
+@pytest.fixture(params=["aws", "object_store", "object_store_put_and_verify", "object_store_dynamodb_lock"])
+def racing_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> ss.Catalog:
+    return make_catalog(str(request.param), request, tmp_path)
+
+
+def test_six_racing_processes_lose_nothing(racing_catalog: ss.Catalog) -> None:
+    catalog = racing_catalog
     # Given a table on the test servers
     catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     # When 6 processes append 8 times each, all released at once

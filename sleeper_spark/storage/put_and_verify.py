@@ -1,0 +1,400 @@
+"""Exclusive writes on any store whose PUT, GET and LIST are strongly consistent (put-and-verify).
+
+A put-and-verify transaction writes ``target`` only if no other transaction is writing it at
+the same moment and the caller's ``verify`` hook accepts what is stored:
+
+1. PUT an intent file ``<target>.INTENT.<txn id>``;
+2. LIST the target's prefix (or a wider ``scope``);
+3. run ``verify`` on the listing: it raises to refuse (create: the target must not exist;
+   replace: its etag must be the expected one);
+4. if the listing holds an intent of another writer, delete ours, back off (jittered) and try
+   again; before each new attempt LIST once more and write no intent while others' are there,
+   so that a crowd thins out instead of colliding forever;
+5. confirm: HEAD the target (or LIST again, when ``verify`` looks beyond the target) and run
+   ``verify`` once more;
+6. PUT the target, then DELETE the intent.
+
+Why it is exclusive: each writer PUTs its intent *before* it LISTs. Of two writers, the one
+that LISTs second therefore sees the other's intent, unless the other has removed it already:
+having given up, or having written its target. A LIST is not one atomic snapshot, though: it
+is only sure to show objects that exist from its start to its end (a local directory scan
+drops a file deleted between reading the names and stating them, and may miss one created
+meanwhile). So it can miss both a finishing writer's intent, deleted during the LIST, and
+the target that writer wrote just before. That target was complete before the LIST ended,
+so the confirming look of step 5, which starts after it, sees it. Hence at most one writer
+is ever between a passing check and the deletion of its intent. This needs PUT, DELETE, HEAD
+and LIST to be strongly (read-after-write) consistent, which S3, SeaweedFS and a local disk
+are; it is not safe on a store whose LIST may lag its PUTs.
+
+Rules and limits:
+
+* Every writer of a target must use this protocol. A plain PUT or a native conditional PUT of
+  the same key is not seen by the check.
+* A failure that ``verify`` reports is definitive and wins over any intent in the listing:
+  the target existed (or had another etag) when it was listed.
+* A writer that crashes between its intent and its deletion leaves the intent behind, and
+  every later writer of that target backs off from it. An intent older than
+  ``stale_after_s`` makes the writer fail at once with :class:`LockHeldError` naming it; an
+  operator removes it with :meth:`PutAndVerifyConditionalWrites.break_stale_intents`. It is
+  never removed automatically: a writer that is merely slow could still write its target.
+* For the same reason a writer whose target PUT fails keeps its intent and raises
+  :class:`WriteOutcomeUnknownError`: the PUT may still land.
+* Ages are measured with the store's own timestamps (our intent's against theirs) where the
+  listing has ours, else against this machine's clock.
+* A writer that loses every attempt to intents of others LISTs once more: a definitive
+  failure if ``verify`` refuses, else :class:`LockHeldError`. Under contention it is possible
+  that every writer gives up; exclusion never depends on the attempt bound, only progress.
+
+The protocol is written once, as a generator of store operations (:data:`Steps`), so that the
+same code runs against a store (:func:`run_steps`) and under an exhaustive interleaving checker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import socket
+import time
+import uuid
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal, TypeVar
+
+from sleeper_spark.errors import (
+    LockHeldError,
+    PathExistsError,
+    PreconditionFailedError,
+    StorageError,
+    WriteOutcomeUnknownError,
+)
+from sleeper_spark.storage.base import ObjectInfo, ObjectStore
+from sleeper_spark.storage.conditional import ConditionalWrites
+
+log = logging.getLogger(__name__)
+
+INTENT_MARK = ".INTENT."
+
+T = TypeVar("T")
+
+
+# -- the operations a transaction asks a store for -----------------------------------------
+
+
+class StaleIntentError(LockHeldError):
+    """An intent of another writer is older than the staleness bound: its writer probably crashed."""
+
+
+@dataclass(frozen=True)
+class PutOp:
+    key: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ListOp:
+    prefix: str
+
+
+@dataclass(frozen=True)
+class HeadOp:
+    key: str
+
+
+@dataclass(frozen=True)
+class DeleteOp:
+    key: str
+
+
+@dataclass(frozen=True)
+class SleepOp:
+    seconds: float
+
+
+StoreOp = PutOp | ListOp | HeadOp | DeleteOp | SleepOp
+# A transaction: yields operations, is sent their results (etag, list of ObjectInfo,
+# ObjectInfo or None, None).
+Steps = Generator[StoreOp, Any, T]
+
+
+def run_steps(steps: Steps[T], store: ObjectStore, sleep: Callable[[float], None] = time.sleep) -> T:
+    """Runs a transaction against ``store``; a failed operation is raised inside the transaction."""
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            op = steps.throw(error) if error is not None else steps.send(result)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        result, error = None, None
+        try:
+            if isinstance(op, PutOp):
+                result = store.put(op.key, op.data)
+            elif isinstance(op, ListOp):
+                result = list(store.list(op.prefix))
+            elif isinstance(op, HeadOp):
+                result = store.head(op.key)
+            elif isinstance(op, DeleteOp):
+                store.delete(op.key)
+            else:
+                sleep(op.seconds)
+        except Exception as failure:  # handed to the transaction, which cleans up and re-raises
+            error = failure
+
+
+# -- what a transaction sees -----------------------------------------------------------------
+
+
+def intent_key(target: str, txn_id: str) -> str:
+    return f"{target}{INTENT_MARK}{txn_id}"
+
+
+def is_intent_of(key: str, target: str) -> bool:
+    rest = key[len(target):]
+    return key.startswith(target) and rest.startswith(INTENT_MARK) and "/" not in rest
+
+
+def normal_etag(etag: str) -> str:
+    """An etag without the quotes or weak marker that some stores put around it."""
+    return etag.removeprefix("W/").strip('"')
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One LIST of a transaction's scope, taken after its intent was written (or before any)."""
+
+    target: str
+    own_intent: str | None
+    objects: tuple[ObjectInfo, ...]
+
+    def find(self, key: str) -> ObjectInfo | None:
+        return next((info for info in self.objects if info.key == key), None)
+
+    def intents(self, target: str | None = None) -> list[ObjectInfo]:
+        """Intent files of ``target`` (default: this transaction's), other than our own."""
+        of = self.target if target is None else target
+        return [i for i in self.objects if i.key != self.own_intent and is_intent_of(i.key, of)]
+
+    def reference_time(self, now: datetime) -> datetime:
+        own = self.find(self.own_intent) if self.own_intent else None
+        return own.last_modified if own is not None else now
+
+
+Verify = Callable[[Listing], None]
+Conflicts = Callable[[Listing], list[ObjectInfo]]
+
+
+def own_target_intents(listing: Listing) -> list[ObjectInfo]:
+    return listing.intents()
+
+
+@dataclass(frozen=True)
+class PutAndVerifySettings:
+    """Attempts and full-jitter backoff of one transaction, and when an intent counts as stale."""
+
+    max_attempts: int = 12
+    base_delay_s: float = 0.02
+    max_delay_s: float = 1.0
+    stale_after_s: float = 600.0
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        return rng.uniform(0, min(self.max_delay_s, self.base_delay_s * 2 ** min(attempt - 1, 30)))
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """One exclusive write of ``data`` to ``target``, and how the check is made."""
+
+    target: str
+    data: bytes
+    verify: Verify
+    scope: str | None = None  # what to LIST; the target's own prefix unless given
+    conflicts: Conflicts = own_target_intents
+    # How the check is confirmed: "head" when ``verify`` looks at the target only, else "list".
+    recheck: Literal["head", "list"] = "head"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def exclusive_write(
+    txn: Transaction,
+    settings: PutAndVerifySettings,
+    *,
+    new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    rng: random.Random | None = None,
+    now: Callable[[], datetime] = utc_now,
+) -> Steps[str]:
+    """The put-and-verify protocol (see the module doc); returns the target's new etag."""
+    rng = rng or random.Random()
+    scope = txn.scope if txn.scope is not None else txn.target
+    blockers: list[ObjectInfo] = []
+    # One look more than attempts: after the last attempt, a definitive answer if there is one.
+    for attempt in range(1, settings.max_attempts + 2):
+        if attempt > 1:
+            yield SleepOp(settings.delay(attempt - 1, rng))
+            # Look before writing again: adding an intent to a crowd only prolongs the crowd.
+            listing = Listing(txn.target, None, tuple((yield ListOp(scope))))
+            txn.verify(listing)
+            blockers = txn.conflicts(listing)
+            if blockers:
+                _fail_if_stale(txn.target, blockers, listing.reference_time(now()), settings)
+                continue
+            if attempt > settings.max_attempts:
+                break
+        intent = intent_key(txn.target, new_id())
+        yield PutOp(intent, _intent_body(txn.target, now()))
+        try:
+            listing = Listing(txn.target, intent, tuple((yield ListOp(scope))))
+            txn.verify(listing)
+            blockers = txn.conflicts(listing)
+            if blockers:
+                _fail_if_stale(txn.target, blockers, listing.reference_time(now()), settings)
+            else:
+                # Confirm with a look that starts after the LIST ended (see the module doc).
+                if txn.recheck == "head":
+                    head = yield HeadOp(txn.target)
+                    txn.verify(Listing(txn.target, intent, (head,) if head is not None else ()))
+                else:
+                    listing = Listing(txn.target, intent, tuple((yield ListOp(scope))))
+                    txn.verify(listing)
+                    blockers = txn.conflicts(listing)
+        except Exception:
+            yield DeleteOp(intent)
+            raise
+        if blockers:
+            yield DeleteOp(intent)
+            continue
+        try:
+            etag: str = yield PutOp(txn.target, txn.data)
+        except Exception as error:
+            # The PUT may still land. Our intent stays, so that no other writer passes the
+            # check until an operator has made sure that nothing of ours is in flight.
+            raise WriteOutcomeUnknownError(
+                f"PUT of {txn.target} failed and may have landed ({error}); its intent {intent} is kept "
+                "to hold off other writers: remove it with break_stale_intents once this writer is gone"
+            ) from error
+        try:
+            yield DeleteOp(intent)
+        except StorageError as error:
+            # The target is written; a leftover intent only delays later writers of this key.
+            log.warning("wrote %s but could not remove its intent %s: %s", txn.target, intent, error)
+        return etag
+    raise LockHeldError(
+        f"{txn.target}: other writers kept intent files through {settings.max_attempts} attempts "
+        f"({_describe(blockers, None)}); try again later"
+    )
+
+
+def _fail_if_stale(
+    target: str, blockers: list[ObjectInfo], reference: datetime, settings: PutAndVerifySettings
+) -> None:
+    stale = [i for i in blockers if (reference - i.last_modified).total_seconds() > settings.stale_after_s]
+    if stale:
+        raise StaleIntentError(
+            f"{target}: intent file(s) {_describe(stale, reference)} are older than {settings.stale_after_s:.0f}s, "
+            "probably left by a writer that crashed; once no writer of it is running, remove them with "
+            "PutAndVerifyConditionalWrites.break_stale_intents (or `sleeper-spark lock break`)"
+        )
+
+
+def _describe(intents: Iterable[ObjectInfo], reference: datetime | None) -> str:
+    parts = []
+    for info in intents:
+        age = f", {(reference - info.last_modified).total_seconds():.0f}s old" if reference else ""
+        parts.append(f"{info.key} (written {info.last_modified.isoformat()}{age})")
+    return "; ".join(parts) or "none left"
+
+
+def _intent_body(target: str, at: datetime) -> bytes:
+    # Only for people looking at a leftover intent: who wrote it, and when.
+    owner = {"target": target, "host": socket.gethostname(), "pid": os.getpid(), "written_at": at.isoformat()}
+    return json.dumps(owner).encode()
+
+
+# -- the two conditional writes ------------------------------------------------------------
+
+
+def refuse_if_present(listing: Listing) -> None:
+    if listing.find(listing.target) is not None:
+        raise PathExistsError(f"{listing.target} exists already")
+
+
+def refuse_unless_etag(etag: str) -> Verify:
+    expected = normal_etag(etag)
+
+    def verify(listing: Listing) -> None:
+        current = listing.find(listing.target)
+        if current is None:
+            raise PreconditionFailedError(f"{listing.target} does not exist")
+        if normal_etag(current.etag) != expected:
+            raise PreconditionFailedError(f"{listing.target} changed since it was read")
+
+    return verify
+
+
+def create_steps(key: str, data: bytes, settings: PutAndVerifySettings, **options: Any) -> Steps[str]:
+    return exclusive_write(Transaction(key, data, refuse_if_present), settings, **options)
+
+
+def replace_steps(key: str, data: bytes, etag: str, settings: PutAndVerifySettings, **options: Any) -> Steps[str]:
+    return exclusive_write(Transaction(key, data, refuse_unless_etag(etag)), settings, **options)
+
+
+class PutAndVerifyConditionalWrites(ConditionalWrites):
+    """Create-if-absent and replace-if-match from intent files and LIST (see the module doc).
+
+    Uses only ``put``, ``list``, ``head`` and ``delete`` of the store, never its own
+    conditional requests, so it serves stores that have none. Costs per uncontended write:
+    two PUTs, one LIST, one HEAD and one DELETE. Errors: :class:`PathExistsError`, :class:`PreconditionFailedError`,
+    :class:`LockHeldError` (contention that outlasted every attempt, or a stale intent), and
+    the store's own :class:`StorageError`.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        settings: PutAndVerifySettings | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        now: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._store = store
+        self._settings = settings or PutAndVerifySettings()
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._now = now
+
+    @property
+    def settings(self) -> PutAndVerifySettings:
+        return self._settings
+
+    def create_if_absent(self, key: str, data: bytes) -> str:
+        steps = create_steps(key, data, self._settings, rng=self._rng, now=self._now)
+        return run_steps(steps, self._store, self._sleep)
+
+    def replace_if_match(self, key: str, data: bytes, etag: str) -> str:
+        steps = replace_steps(key, data, etag, self._settings, rng=self._rng, now=self._now)
+        return run_steps(steps, self._store, self._sleep)
+
+    def intents(self, key: str) -> list[ObjectInfo]:
+        """The intent files of ``key`` now stored: writers in flight, or left by crashed ones."""
+        return [info for info in self._store.list(key) if is_intent_of(info.key, key)]
+
+    def break_stale_intents(self, key: str, older_than_s: float | None = None) -> list[str]:
+        """Deletes intents of ``key`` older than ``older_than_s`` (default: the staleness bound).
+
+        Only for intents whose writer is known to be gone: removing the intent of a live writer
+        lets a second writer in beside it. Returns the keys deleted.
+        """
+        bound = self._settings.stale_after_s if older_than_s is None else older_than_s
+        reference = self._now()
+        doomed = [i.key for i in self.intents(key) if (reference - i.last_modified).total_seconds() > bound]
+        for doomed_key in doomed:
+            self._store.delete(doomed_key)
+            log.warning("removed stale intent %s", self._store.uri(doomed_key))
+        return doomed
