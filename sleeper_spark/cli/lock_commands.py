@@ -1,12 +1,14 @@
-"""``lock status`` and ``lock break``: the locks a catalog's conditional writes rely on.
+"""``lock status`` and ``lock break``: the tables' maintenance locks.
 
-Only the ``dynamodb-lock`` strategy keeps locks, and no catalog can use it yet, so both commands
-report that none are in use. :func:`catalog_locks` is where an implementation plugs in: it
-returns the catalog's :class:`LockView`, and the commands list or break what it holds.
+Vacuum and log truncation hold their table's maintenance lock while they delete
+(:mod:`sleeper_spark.maintenance.locking`). ``lock status`` lists who holds which; ``lock break
+TABLE`` removes a table's lock files once its holder is certainly gone (a crashed job).
+:func:`catalog_locks` returns the catalog's :class:`LockView`.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Protocol
 
 import typer
@@ -14,6 +16,10 @@ from pydantic import BaseModel
 
 from sleeper_spark.cli.context import JsonFlag, open_catalog
 from sleeper_spark.cli.output import emit_json, print_table, say
+from sleeper_spark.commit import utc_now
+from sleeper_spark.maintenance.locking import maintenance_lock_path
+from sleeper_spark.storage.locks import break_lock as break_lock_files
+from sleeper_spark.storage.locks import lock_status
 from sleeper_spark.table import Catalog
 
 NO_LOCKS = "no locks in use by this catalog"
@@ -32,9 +38,44 @@ class LockView(Protocol):
         """Releases the lock on ``key`` whoever holds it; ``False`` if none was held."""
 
 
+class LockRecord(BaseModel):
+    table: str
+    key: str
+    kind: str
+    holder: str
+    acquired_at: datetime
+    expires_at: datetime
+    expired: bool
+
+
+class MaintenanceLocks:
+    """The maintenance locks of every table in a catalog."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+
+    def held(self) -> list[BaseModel]:
+        now = utc_now()
+        records: list[BaseModel] = []
+        for name in self._catalog.tables():
+            table = self._catalog.table(name)
+            for info in lock_status(table.store, maintenance_lock_path(table)):
+                records.append(LockRecord(
+                    table=name, key=info.key, kind=info.kind,
+                    holder=f"{info.label or '?'} (pid {info.pid} on {info.host})",
+                    acquired_at=info.acquired_at, expires_at=info.expires_at, expired=info.expired(now)))
+        return records
+
+    def break_lock(self, key: str) -> bool:
+        table = self._catalog.table(key)
+        # The operator named the table after checking that its holder is gone: break it even
+        # if its lease has not run out.
+        return bool(break_lock_files(table.store, maintenance_lock_path(table), force=True))
+
+
 def catalog_locks(catalog: Catalog) -> LockView | None:
-    """The catalog's locks, or ``None`` when its conditional writes use none."""
-    return None
+    """The catalog's maintenance locks."""
+    return MaintenanceLocks(catalog)
 
 
 @lock_app.command("status")
@@ -54,7 +95,7 @@ def status(json_: JsonFlag = False) -> None:
 
 
 @lock_app.command("break")
-def break_lock(key: Annotated[str | None, typer.Argument(help="The locked key.")] = None,
+def break_lock(key: Annotated[str | None, typer.Argument(help="The table whose maintenance lock to break.")] = None,
                json_: JsonFlag = False) -> None:
     """Release a stale lock (only when its holder is certainly gone)."""
     view = catalog_locks(open_catalog())
@@ -65,9 +106,9 @@ def break_lock(key: Annotated[str | None, typer.Argument(help="The locked key.")
             say(NO_LOCKS)
         return
     if key is None:
-        raise typer.BadParameter("name the locked key to break (see 'lock status')")
+        raise typer.BadParameter("name the table whose lock to break (see 'lock status')")
     broken = view.break_lock(key)
     if json_:
         emit_json({"broken": broken, "key": key})
     else:
-        say(f"lock on {key} broken" if broken else f"no lock held on {key}")
+        say(f"maintenance lock of {key} broken" if broken else f"no lock held on {key}")

@@ -21,6 +21,7 @@ import typer
 
 from sleeper_spark.cli import maintenance_commands, table_commands
 from sleeper_spark.cli.context import SETTINGS, WAREHOUSE_ENV
+from sleeper_spark.cli.jars_commands import jars_app
 from sleeper_spark.cli.lock_commands import lock_app
 from sleeper_spark.errors import SleeperSparkError
 from sleeper_spark.version import __version__
@@ -77,6 +78,7 @@ app.command("compact")(maintenance_commands.compact)
 app.command("vacuum")(maintenance_commands.vacuum)
 app.command("verify")(maintenance_commands.verify)
 app.add_typer(lock_app, name="lock")
+app.add_typer(jars_app, name="jars")
 
 
 def configure_logging(debug: bool) -> None:

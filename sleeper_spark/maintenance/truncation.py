@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sleeper_spark.commit import TRUNCATION_MIN_AGE_S, utc_now
 from sleeper_spark.errors import ConfigError
+from sleeper_spark.maintenance.locking import maintenance_lock
 from sleeper_spark.maintenance.retention import retention_floor
 from sleeper_spark.models import Snapshot
 from sleeper_spark.storage import join_key
@@ -84,9 +85,10 @@ def truncate_log(table: Table, keep_versions_after: timedelta | int = timedelta(
               if (key := head.codec.spilled_key(record.body)) is not None]
     deleted = up_to - first + 1
     if not dry_run:
-        # Entries before bodies: an entry whose body is gone would be a corrupt log.
-        deleted = head.log.delete_up_to(up_to)
-        table.store.delete_many([join_key(table.root, key) for key in bodies])
+        with maintenance_lock(table, "log truncation"):
+            # Entries before bodies: an entry whose body is gone would be a corrupt log.
+            deleted = head.log.delete_up_to(up_to)
+            table.store.delete_many([join_key(table.root, key) for key in bodies])
     log.info("table %s: truncated the log up to transaction %d (%d entries, %d bodies)%s", table.name, up_to,
              deleted, len(bodies), " [dry run]" if dry_run else "")
     return TruncateReport(dry_run=dry_run, up_to=up_to, transactions_deleted=deleted, bodies_deleted=len(bodies),

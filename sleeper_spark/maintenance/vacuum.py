@@ -32,6 +32,7 @@ from sleeper_spark.datafiles.paths import DATA_DIR
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.log.codec import BODIES_DIR
 from sleeper_spark.log.state_snapshots import STATE_DIR
+from sleeper_spark.maintenance.locking import maintenance_lock
 from sleeper_spark.maintenance.progress import Progress, no_progress
 from sleeper_spark.maintenance.retention import read_log_facts, retention_floor
 from sleeper_spark.models import VacuumReport
@@ -76,7 +77,8 @@ def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: b
                      and info.last_modified < cutoff]
     doomed = doomed_data + doomed_bodies + doomed_states
     if not dry_run:
-        _delete(table.store, table.root, [o.key for o in doomed], progress)
+        with maintenance_lock(table, "vacuum"):
+            _delete(table.store, table.root, [o.key for o in doomed], progress)
     log.info("table %s: vacuum %s %d data file(s), %d body(ies), %d state snapshot(s), %d bytes (floor %d)",
              table.name, "would delete" if dry_run else "deleted", len(doomed_data), len(doomed_bodies),
              len(doomed_states), sum(o.size for o in doomed), facts.floor)

@@ -14,6 +14,8 @@ import pyarrow as pa
 import pytest
 
 import sleeper_spark as ss
+from sleeper_spark.maintenance.locking import maintenance_lock_path
+from sleeper_spark.storage.locks import Mutex
 from tests.maintenance.tables import SCHEMA, age, data_files_on_disk, disk_path, rows
 
 EXECUTABLE = Path(sys.executable).parent / "sleeper-spark"
@@ -118,10 +120,16 @@ def test_verify_exits_1_when_a_file_is_damaged(warehouse: str, events: ss.Table)
     assert "1 problem" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_lock_commands_say_no_locks_are_in_use(warehouse: str) -> None:
-    assert run("--warehouse", warehouse, "lock", "status").stdout.strip() == "no locks in use by this catalog"
+def test_lock_status_shows_a_held_maintenance_lock_and_break_clears_it(warehouse: str) -> None:
+    # Given a table whose maintenance lock is held by a job that died
+    table = ss.Catalog.local(warehouse).create_table("locked", pa.schema([("x", pa.int64())]))
+    Mutex(table.store, maintenance_lock_path(table), label="vacuum of locked", lease_s=3600).acquire()
+    # Then status names the holder, break removes it, and status is empty again
+    assert "vacuum of locked" in run("--warehouse", warehouse, "lock", "status").stdout
+    (record,) = run_json("--warehouse", warehouse, "lock", "status")["locks"]
+    assert record["table"] == "locked" and record["expired"] is False
+    assert run("--warehouse", warehouse, "lock", "break", "locked").stdout.strip() == "maintenance lock of locked broken"
     assert run_json("--warehouse", warehouse, "lock", "status")["locks"] == []
-    assert run("--warehouse", warehouse, "lock", "break").stdout.strip() == "no locks in use by this catalog"
 
 
 def test_catalog_options_file(tmp_path: Path, warehouse: str, events: ss.Table) -> None:
