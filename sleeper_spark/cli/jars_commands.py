@@ -4,9 +4,10 @@ sleeper_spark never needs them (it reads and writes S3 with boto3); they matter 
 who read a version's files with ``spark.read.parquet`` on a Spark distribution that lacks
 ``hadoop-aws``. ``jars/manifest.json`` lists them with their Maven Central paths, sizes and
 SHA-256 checksums. Each JAR is streamed to a temporary file next to its destination, checked,
-and renamed into place, so a JAR under its final name is always complete and verified. A JAR
-whose checksum the manifest does not know is refused unless ``--allow-unverified``: an
-unverified JAR on Spark's classpath runs with the job's credentials.
+and renamed into place, so a JAR under its final name is always complete. A JAR whose checksum
+the manifest does not know is refused unless ``--allow-unverified`` (an unverified JAR on
+Spark's classpath runs with the job's credentials), and is then downloaded again on every run,
+since nothing proves the copy on disk intact.
 """
 
 from __future__ import annotations

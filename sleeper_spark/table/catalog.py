@@ -134,6 +134,7 @@ class Catalog:
         return table
 
     def tables(self) -> list[str]:
+        """The names of the catalog's tables, sorted."""
         return self.backend.registry.names()
 
     def drop_table(self, name: str, purge: bool = False) -> None:

@@ -41,10 +41,12 @@ class Table:
 
     @property
     def name(self) -> str:
+        """The table's name in its catalog."""
         return self.entry.name
 
     @property
     def table_id(self) -> str:
+        """The immutable id chosen at creation; the log is keyed by it, so a re-created table starts afresh."""
         return self.entry.table_id
 
     @property
@@ -54,31 +56,38 @@ class Table:
 
     @property
     def location(self) -> str:
+        """The table's folder as a URI or path, e.g. ``s3://bucket/warehouse/events``; file paths are relative to it."""
         return self.store.uri(self.root)
 
     # -- state and history ---------------------------------------------------------------
 
     def state(self, version: int | None = None) -> TableState:
+        """The folded table state, current or at ``version``; :class:`SnapshotNotFoundError` if unreachable."""
         return self.head.state() if version is None else self.head.state_at(version)
 
     @property
     def schema(self) -> pa.Schema:
+        """The table's current schema as Arrow."""
         return self.state().schema.to_arrow()
 
     @property
     def partition_by(self) -> tuple[str, ...]:
+        """The partition columns, in path order."""
         return self.state().partition_by
 
     def latest(self) -> Snapshot:
+        """The newest snapshot; :class:`NoSnapshotsError` if nothing was ever written."""
         latest = self.state().latest
         if latest is None:
             raise NoSnapshotsError(f"table {self.name!r} has no data snapshot yet; write to it first")
         return latest
 
     def history(self) -> list[Snapshot]:
+        """Every snapshot still in the log, oldest first; ``[]`` for a new table."""
         return list(self.state().history)
 
     def snapshot(self, version: int) -> Snapshot:
+        """The snapshot with this version; :class:`SnapshotNotFoundError` if there is none."""
         for snapshot in self.state().history:
             if snapshot.version == version:
                 return snapshot
@@ -97,6 +106,7 @@ class Table:
         return current
 
     def resolve_version(self, version: int | None = None, timestamp: datetime | None = None) -> int | None:
+        """The version a read by ``version`` or ``timestamp`` means (``None``: the latest), checked to exist."""
         if version is not None and timestamp is not None:
             raise ConfigError("give a version or a timestamp to time travel, not both")
         if timestamp is not None:
@@ -106,6 +116,7 @@ class Table:
         return version
 
     def files(self, version: int | None = None) -> list[FileRef]:
+        """The data files of the current version, or of ``version``."""
         return list(self.state(version).files.values())
 
     # -- writing -------------------------------------------------------------------------
@@ -159,6 +170,7 @@ class Table:
     # -- maintenance ---------------------------------------------------------------------
 
     def create_state_snapshot(self) -> int:
+        """Writes the current state as a state snapshot and moves the pointer to it; returns its number."""
         return self.head.create_state_snapshot()
 
     def compact(self, spark: Any = None, target_file_bytes: int = 128 * 2**20, where: Any = None) -> Snapshot | None:
