@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,6 +20,7 @@ from sleeper_spark.models import Transaction, decode_transaction, encode_transac
 from sleeper_spark.storage import ObjectStore, join_key
 
 SPILL_THRESHOLD = 200 * 1024
+_STABLE_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
 BODIES_DIR = "_log/bodies"
 _SPILLED = "spilled"
 
@@ -36,7 +37,9 @@ class TransactionCodec:
         body = encode_transaction(txn)
         if len(body) < self._threshold:
             return body
-        stable = encode_transaction(txn.model_copy(update={"parent_id": None}))
+        # The fields a rebase changes live in the entry, so every attempt of a commit writes
+        # the same body bytes: one object, however many retries.
+        stable = encode_transaction(txn.model_copy(update={"parent_id": None, "committed_at": _STABLE_TIME}))
         digest = hashlib.sha256(stable).hexdigest()
         key = join_key(self._root, BODIES_DIR, f"{digest}.json")
         try:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sleeper_spark.commit import CommitResult, TableHead
+from sleeper_spark.commit import CommitResult, TableHead, idempotent_repeat
 from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import ConfigError, NoSnapshotsError, SnapshotNotFoundError
 from sleeper_spark.log import TableEntry
@@ -132,6 +132,12 @@ class Table:
     def write_arrow(self, data: ArrowData | Iterable[pa.RecordBatch], mode: str, metadata: dict[str, str],
                     app_id: str | None, app_version: int | None) -> CommitResult:
         state = self.head.known_state()
+        if app_id is not None:
+            # An idempotent repeat is answered before any file is written (this costs a tail read).
+            state = self.head.catch_up()
+            earlier = idempotent_repeat(state, app_id, app_version)
+            if earlier is not None:
+                return CommitResult(earlier, committed=False, attempts=0)
         batches = _batches(data)
         if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
             check_data_schema(TableSchema.from_arrow(data.schema), state.schema, self.name)

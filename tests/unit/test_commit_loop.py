@@ -201,3 +201,18 @@ def test_a_throttled_tail_read_is_retried_not_failed(table: ss.Table, memory_bac
     # When it appends, Then it backs off, reads again, and commits
     snapshot = table.write(events(0, 1))
     assert snapshot.version == 4 and table.scan().num_rows == 9
+
+
+def test_a_retried_big_commit_writes_its_body_once(table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
+    # Given a big append (spilled body) that loses its first attempt to a rival
+    table.write(events(0, 0))
+    other = rival(memory_backend)
+    memory_backend.logs[table.table_id].at_start_of_next_append(lambda: other.write(events(1, 0)))
+    days = [f"day-{i:04d}" for i in range(800)]
+    data = pa.table({"day": days, "writer": [2] * 800, "seq": [0] * 800, "value": [1.0] * 800}, schema=EVENTS_SCHEMA)
+    # When it commits after a retry
+    snapshot = table.write(data)
+    # Then one body object serves both attempts, and the entry reads back with the final parent
+    assert snapshot.version == 4
+    assert len(list(memory_backend.store.list("events/_log/bodies/"))) == 1
+    assert rival(memory_backend).latest() == snapshot
