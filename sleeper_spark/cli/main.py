@@ -77,6 +77,7 @@ app.command("snapshot")(maintenance_commands.snapshot)
 app.command("compact")(maintenance_commands.compact)
 app.command("vacuum")(maintenance_commands.vacuum)
 app.command("verify")(maintenance_commands.verify)
+app.command("truncate")(maintenance_commands.truncate)
 app.add_typer(lock_app, name="lock")
 app.add_typer(jars_app, name="jars")
 

@@ -1,4 +1,4 @@
-"""Commands that maintain a table: snapshot, compact, vacuum, verify."""
+"""Commands that maintain a table: snapshot, compact, vacuum, truncate, verify."""
 
 from __future__ import annotations
 
@@ -63,6 +63,26 @@ def vacuum(
         (f"data files {verb}", report.data_files_deleted), (f"spilled bodies {verb}", report.bodies_deleted),
         (f"state snapshots {verb}", report.state_snapshots_deleted), ("bytes", human_bytes(report.bytes_deleted)),
     ])
+
+
+def truncate(
+    name: TableName,
+    keep: Annotated[str, typer.Option("--keep", help="Time-travel window to keep reachable, e.g. 24h.")] = "24h",
+    margin: Annotated[int, typer.Option("--margin", help="Transactions kept below the newest state snapshot.")] = 10,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only report what would be deleted.")] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Delete log transactions (and their spilled bodies) that a state snapshot already covers."""
+    table = open_catalog().table(name)
+    report = maintenance.truncate_log(table, parse_duration(keep), margin, dry_run=dry_run)
+    if json_:
+        emit_json(report)
+    elif report.up_to is None:
+        say(f"nothing to truncate in {name} (log starts at {report.first_transaction})")
+    else:
+        verb = "would delete" if dry_run else "deleted"
+        say(f"{verb} transactions up to {report.up_to} ({report.transactions_deleted} entries, "
+            f"{report.bodies_deleted} spilled bodies) of {name}")
 
 
 def verify(name: TableName, version: Annotated[int | None, typer.Option(

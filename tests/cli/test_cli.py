@@ -169,3 +169,13 @@ def test_a_missing_catalog_is_a_user_error() -> None:
 def test_debug_shows_the_traceback(warehouse: str) -> None:
     done = run("--warehouse", warehouse, "--debug", "describe", "missing", check=False)
     assert done.returncode == 1 and "Traceback" in done.stderr and "TableNotFoundError" in done.stderr
+
+
+def test_truncate_reports_that_young_transactions_stay(warehouse: str) -> None:
+    table = ss.Catalog.local(warehouse).create_table("young", pa.schema([("x", pa.int64())]))
+    for x in range(12):
+        table.write(pa.table({"x": [x]}))
+    table.create_state_snapshot()
+    result = run_json("--warehouse", warehouse, "truncate", "young", "--keep", "0s", "--margin", "0")
+    assert result["up_to"] is None and result["first_transaction"] == 1
+    assert "nothing to truncate in young" in run("--warehouse", warehouse, "truncate", "young").stdout
