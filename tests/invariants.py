@@ -6,7 +6,8 @@
 * every referenced file exists with its size and checksum;
 * the state loaded from a state snapshot equals the state from a full replay of the log.
 
-Writes are identified by ``metadata["writer"]`` and ``metadata["seq"]``.
+Writes are identified by ``metadata["writer"]`` and ``metadata["seq"]``; ``check_log_invariants``
+checks the rest for tables whose writes are tagged otherwise (streaming sinks).
 """
 
 from __future__ import annotations
@@ -33,19 +34,25 @@ class InvariantViolation(AssertionError):
     pass
 
 
-def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *, first_version: int = 2) -> None:
-    outcomes = list(outcomes)
-    history = table.history()
-    problems: list[str] = []
+def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *, first_version: int = 2,
+                           overwrites: bool = False) -> None:
+    """Raises :class:`InvariantViolation` listing every invariant the table breaks.
 
-    versions = [s.version for s in history]
-    if versions != list(range(first_version, first_version + len(history))):
-        problems.append(f"versions are not contiguous from {first_version}: {versions}")
-    for previous, current in itertools.pairwise(history):
-        if current.parent_id != previous.snapshot_id:
-            problems.append(f"version {current.version} names parent {current.parent_id}, not {previous.snapshot_id}")
-    if history and first_version == 2 and history[0].parent_id is not None:
-        problems.append("the first snapshot has a parent")
+    With ``overwrites``, the table may hold overwrites (``operation == "overwrite"``, tagged like
+    any write): the rows it must hold are found by replaying its history in version order, an
+    overwrite dropping every row before it, and compared exactly, as a multiset of ``(writer,
+    seq)`` per row, with the rows the table holds (its ``writer`` and ``seq`` columns). Each
+    overwrite must also report as removed exactly the rows that were there.
+    """
+    outcomes = list(outcomes)
+    if overwrites:
+        history = table.history()
+        problems = _outcome_problems(history, outcomes, first_version)
+        problems.extend(_replayed_row_problems(table, history, outcomes))
+        _raise_if_any(problems)
+        return
+    history = table.history()
+    problems = _history_problems(history, first_version)
 
     seen = Counter(
         (int(s.metadata["writer"]), int(s.metadata["seq"])) for s in history if "writer" in s.metadata
@@ -66,11 +73,81 @@ def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *,
     if actual_rows != expected_rows:
         problems.append(f"the table holds {actual_rows} rows, the successful writes wrote {expected_rows}")
 
-    report = table.verify()
-    for problem in report.problems:
-        problems.append(f"file {problem.path}: {problem.problem} {problem.detail}")
-
+    problems.extend(_file_problems(table))
     problems.extend(_replay_problems(table))
+    _raise_if_any(problems)
+
+
+def _outcome_problems(history: list[ss.Snapshot], outcomes: list[WriteOutcome], first_version: int) -> list[str]:
+    """History, each write's count, files and replay; the row count is left to the caller."""
+    problems = _history_problems(history, first_version)
+    seen = Counter((int(s.metadata["writer"]), int(s.metadata["seq"])) for s in history if "writer" in s.metadata)
+    for outcome in outcomes:
+        key = (outcome.writer, outcome.seq)
+        count = seen.get(key, 0)
+        allowed = {0, 1} if outcome.committed is None else {1 if outcome.committed else 0}
+        if count not in allowed:
+            problems.append(f"write {key} reported committed={outcome.committed} but appears {count} times")
+    known = {(o.writer, o.seq) for o in outcomes}
+    strangers = [key for key in seen if key not in known]
+    if strangers:
+        problems.append(f"writes nobody made are in the table: {strangers[:5]}")
+    return problems
+
+
+def _replayed_row_problems(table: ss.Table, history: list[ss.Snapshot], outcomes: list[WriteOutcome]) -> list[str]:
+    rows_of = {(o.writer, o.seq): o.rows for o in outcomes}
+    expected: Counter[tuple[int, int]] = Counter()
+    problems = []
+    for snapshot in history:
+        if snapshot.operation == "overwrite":
+            if snapshot.rows_removed != sum(expected.values()):
+                problems.append(f"overwrite at version {snapshot.version} removed {snapshot.rows_removed} rows, "
+                                f"the table held {sum(expected.values())}")
+            expected = Counter()
+        if snapshot.operation in ("append", "overwrite") and "writer" in snapshot.metadata:
+            key = (int(snapshot.metadata["writer"]), int(snapshot.metadata["seq"]))
+            expected[key] += rows_of.get(key, 0)
+    scanned = table.scan(columns=["writer", "seq"])
+    actual = Counter(zip(scanned.column("writer").to_pylist(), scanned.column("seq").to_pylist(), strict=True))
+    expected = +expected
+    if actual != expected:
+        missing = expected - actual
+        extra = actual - expected
+        problems.append(f"the rows differ from a replay of the history: missing {dict(list(missing.items())[:5])}, "
+                        f"unexpected {dict(list(extra.items())[:5])} ({sum(actual.values())} rows, "
+                        f"expected {sum(expected.values())})")
+    problems.extend(_file_problems(table))
+    problems.extend(_replay_problems(table))
+    return problems
+
+
+def check_log_invariants(table: ss.Table, *, first_version: int = 2) -> None:
+    """The invariants that do not depend on how writes are tagged: history, files, replay."""
+    problems = _history_problems(table.history(), first_version)
+    problems.extend(_file_problems(table))
+    problems.extend(_replay_problems(table))
+    _raise_if_any(problems)
+
+
+def _history_problems(history: list[ss.Snapshot], first_version: int) -> list[str]:
+    problems: list[str] = []
+    versions = [s.version for s in history]
+    if versions != list(range(first_version, first_version + len(history))):
+        problems.append(f"versions are not contiguous from {first_version}: {versions}")
+    for previous, current in itertools.pairwise(history):
+        if current.parent_id != previous.snapshot_id:
+            problems.append(f"version {current.version} names parent {current.parent_id}, not {previous.snapshot_id}")
+    if history and first_version == 2 and history[0].parent_id is not None:
+        problems.append("the first snapshot has a parent")
+    return problems
+
+
+def _file_problems(table: ss.Table) -> list[str]:
+    return [f"file {problem.path}: {problem.problem} {problem.detail}" for problem in table.verify().problems]
+
+
+def _raise_if_any(problems: list[str]) -> None:
     if problems:
         raise InvariantViolation("table invariants violated:\n  " + "\n  ".join(problems))
 

@@ -242,6 +242,8 @@ def aws_operations_called() -> dict[str, set[str]]:
         if "botocore" not in source and "boto3" not in source:
             continue
         names = set(re.findall(r"\.([a-z][a-z0-9_]*)\(", source))
+        # client methods handed to a pager rather than called in place (``self._client.query``)
+        names |= set(re.findall(r"_client\.([a-z][a-z0-9_]*)\b", source))
         names |= set(re.findall(r"get_paginator\(\"(\w+)\"\)", source))
         for service, operations in by_name.items():
             called[service] |= {operations[name] for name in names if name in operations}

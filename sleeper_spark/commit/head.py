@@ -11,7 +11,9 @@ This is the only place that loops over commit attempts (Sleeper's ``TransactionL
 
 Retrying an uncertain append at the same number is what makes a lost response safe: a delayed
 copy of our earlier request can only ever land at that number, and the conditional put lets
-exactly one of them in; the next catch-up then finds our ``write_id`` there.
+exactly one of them in; the next catch-up then finds our ``write_id`` there. For the same
+reason, while that number is still free, a retry that fails for any reason ends in
+:class:`CommitStateUnknownError`, never in an error that would say "not committed".
 """
 
 from __future__ import annotations
@@ -184,7 +186,17 @@ class TableHead:
                     repeat = _idempotent_repeat(txn, state)
                     if repeat is not None:
                         return CommitResult(repeat, committed=False, attempts=attempts)
-                    result = self._attempt(txn, state)
+                    try:
+                        result = self._attempt(txn, state)
+                    except SleeperSparkError as error:
+                        if uncertain_at is None:
+                            raise
+                        # Our earlier request for that number may still land: this is no failure.
+                        raise CommitStateUnknownError(
+                            f"table {self.name!r}: the outcome of transaction {uncertain_at} (write {write_id}) "
+                            f"is unknown, and retrying it failed ({error}); staged files are kept. Check "
+                            "table.history() for it."
+                        ) from error
                     if isinstance(result, int):
                         uncertain_at = result
                         raise RetryCommit(f"the outcome of appending transaction {result} is unknown")
@@ -216,6 +228,8 @@ class TableHead:
     def _catch_up_knowing(self, uncertain_at: int | None) -> TableState:
         try:
             return self.catch_up()
+        except LogThrottledError:
+            raise  # the commit loop backs off and reads again, uncertain or not
         except (StorageError, CorruptLogError) as error:
             if uncertain_at is None:
                 raise

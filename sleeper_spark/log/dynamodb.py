@@ -14,7 +14,7 @@ default table names.
 
 Conditional puts and lost answers: a put whose answer was lost (a timeout, a dropped
 connection, a 5xx) may have landed, and a blind retry would then fail its condition against
-our own item. So conditional puts go through :func:`_put_conditionally`, which retries by hand
+our own item. So conditional puts go through :meth:`_DynamoDBTable._put`, which retries by hand
 on a client without automatic retries, remembers whether an attempt may have landed, and on a
 failed condition after such an attempt compares the stored item (returned by
 ``ReturnValuesOnConditionCheckFailure=ALL_OLD``) with ours. Bodies of racing writers differ
@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from itertools import islice
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -46,6 +47,7 @@ from sleeper_spark.log.registry import TableEntry, TableRegistry
 from sleeper_spark.log.state_snapshots import StatePointer
 from sleeper_spark.storage.aws import (
     CONDITIONAL_ATTEMPTS,
+    ConditionalRetries,
     FailureKind,
     backoff_s,
     describe,
@@ -65,7 +67,71 @@ _Item = Mapping[str, Any]
 __all__ = ["DynamoDBStatePointer", "DynamoDBTableRegistry", "DynamoDBTransactionLog", "ensure_tables"]
 
 
-class DynamoDBTransactionLog(TransactionLog):
+class _DynamoDBTable:
+    """The DynamoDB table that holds a class's items, and the clients that reach it."""
+
+    def __init__(self, client: DynamoDBClient, table: str, conditional_client: DynamoDBClient | None) -> None:
+        self._client = client
+        self._conditional_client = conditional_client or client
+        self._table = table
+
+    def _pages(
+        self, call: Callable[..., Any], request: dict[str, Any], what: str, *, first_only: bool = False
+    ) -> Iterator[_Item]:
+        """The items a query or scan finds, one page per request, fetched lazily."""
+        while True:
+            with _mapped(what):
+                page = call(**request)
+            yield from page.get("Items", [])
+            start = page.get("LastEvaluatedKey")
+            if not start or first_only:
+                return
+            request["ExclusiveStartKey"] = start
+
+    def _put(
+        self,
+        item: dict[str, Any],
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+        *,
+        is_ours: Callable[[_Item], bool],
+        what: str,
+    ) -> bool:
+        """Writes ``item`` with ``written_at``: ``True``, or ``False`` if the condition failed against another item.
+
+        See the module doc for why it retries by hand. Raises :class:`_Unanswered` when no attempt
+        got an answer, and :class:`StorageError` for a failure no retry can fix.
+        """
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": {**item, WRITTEN_AT: {"S": datetime.now(timezone.utc).isoformat()}},
+            "ConditionExpression": condition,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if names:
+            request["ExpressionAttributeNames"] = names
+        if values:
+            request["ExpressionAttributeValues"] = values
+        retries = ConditionalRetries(backoff_s)
+        for _ in retries:
+            try:
+                self._conditional_client.put_item(**request)
+                return True
+            except (ClientError, BotoCoreError) as error:
+                if isinstance(error, ClientError):
+                    # A client with automatic retries may have sent this request more than once.
+                    hidden = int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
+                    retries.maybe_applied = retries.maybe_applied or hidden > 0
+                    if error_code(error) == "ConditionalCheckFailedException":
+                        stored: _Item = cast(Any, error.response).get("Item") or {}
+                        return retries.maybe_applied and is_ours(stored)
+                if not retries.failed(error):
+                    _raise_unretryable(what, error)
+        raise _Unanswered(retries)
+
+
+class DynamoDBTransactionLog(_DynamoDBTable, TransactionLog):
     """The log of one table: the items of ``table_id`` in the transactions table.
 
     ``client`` serves reads and deletes (botocore's standard retries suit them);
@@ -83,9 +149,7 @@ class DynamoDBTransactionLog(TransactionLog):
         conditional_client: DynamoDBClient | None = None,
         page_size: int | None = None,
     ) -> None:
-        self._client = client
-        self._conditional_client = conditional_client or client
-        self._table = table
+        super().__init__(client, table, conditional_client)
         self._table_id = table_id
         self._page_size = page_size
 
@@ -97,12 +161,11 @@ class DynamoDBTransactionLog(TransactionLog):
             TABLE_ID: {"S": self._table_id},
             NUMBER: {"N": str(number)},
             BODY: {"B": body},
-            WRITTEN_AT: {"S": _utc_now()},
         }
         what = self._what(f"append of transaction {number}")
         try:
-            written = _put_conditionally(
-                self._conditional_client, self._table, item, "attribute_not_exists(#n)", {"#n": NUMBER}, {},
+            written = self._put(
+                item, "attribute_not_exists(#n)", {"#n": NUMBER}, {},
                 is_ours=lambda old: old.get(BODY, {}).get("B") == body, what=what,
             )
         except _Unanswered as failure:
@@ -132,15 +195,11 @@ class DynamoDBTransactionLog(TransactionLog):
     def delete_up_to(self, number: int) -> int:
         condition = "#t = :t AND #n <= :hi"
         values = {":t": {"S": self._table_id}, ":hi": {"N": str(number)}}
-        deleted = 0
-        batch: list[dict[str, Any]] = []
         # Oldest first, so that an interrupted truncation never leaves a hole below kept entries.
-        for item in self._query(condition, values, projection="#t, #n"):
-            batch.append({TABLE_ID: item[TABLE_ID], NUMBER: item[NUMBER]})
-            if len(batch) == BATCH_WRITE_MAX:
-                deleted += self._delete_batch(batch)
-                batch = []
-        if batch:
+        found = self._query(condition, values, projection="#t, #n")
+        keys = ({TABLE_ID: item[TABLE_ID], NUMBER: item[NUMBER]} for item in found)
+        deleted = 0
+        while batch := list(islice(keys, BATCH_WRITE_MAX)):
             deleted += self._delete_batch(batch)
         return deleted
 
@@ -168,14 +227,7 @@ class DynamoDBTransactionLog(TransactionLog):
         page_size = limit or self._page_size
         if page_size:
             request["Limit"] = page_size
-        while True:
-            with _mapped(self._what("query")):
-                page = self._client.query(**request)
-            yield from page.get("Items", [])
-            start = page.get("LastEvaluatedKey")
-            if not start or limit is not None:
-                return
-            request["ExclusiveStartKey"] = start
+        return self._pages(self._client.query, request, self._what("query"), first_only=limit is not None)
 
     def _delete_batch(self, keys: list[dict[str, Any]]) -> int:
         pending: list[Any] = [{"DeleteRequest": {"Key": key}} for key in keys]
@@ -189,7 +241,7 @@ class DynamoDBTransactionLog(TransactionLog):
         raise LogThrottledError(f"{self._what('batch delete')}: {len(pending)} items stayed unprocessed")
 
 
-class DynamoDBStatePointer(StatePointer):
+class DynamoDBStatePointer(_DynamoDBTable, StatePointer):
     """``{table_id, number}`` in the snapshots table; it only moves forward."""
 
     def __init__(
@@ -200,9 +252,7 @@ class DynamoDBStatePointer(StatePointer):
         *,
         conditional_client: DynamoDBClient | None = None,
     ) -> None:
-        self._client = client
-        self._conditional_client = conditional_client or client
-        self._table = table
+        super().__init__(client, table, conditional_client)
         self._table_id = table_id
 
     def _what(self, action: str) -> str:
@@ -221,11 +271,11 @@ class DynamoDBStatePointer(StatePointer):
         return int(item[NUMBER]["N"]) if item else None
 
     def advance(self, number: int) -> bool:
-        item = {TABLE_ID: {"S": self._table_id}, NUMBER: {"N": str(number)}, WRITTEN_AT: {"S": _utc_now()}}
+        item = {TABLE_ID: {"S": self._table_id}, NUMBER: {"N": str(number)}}
         what = self._what(f"advance to {number}")
         try:
-            return _put_conditionally(
-                self._conditional_client, self._table, item,
+            return self._put(
+                item,
                 # Strictly less: an equal number is "already as new", and never moves it back.
                 f"attribute_not_exists({TABLE_ID}) OR #number < :n",
                 {"#number": NUMBER},
@@ -241,7 +291,7 @@ class DynamoDBStatePointer(StatePointer):
             self._client.delete_item(TableName=self._table, Key={TABLE_ID: {"S": self._table_id}})
 
 
-class DynamoDBTableRegistry(TableRegistry):
+class DynamoDBTableRegistry(_DynamoDBTable, TableRegistry):
     """One item per table name in the snapshots table (see the module doc)."""
 
     def __init__(
@@ -252,9 +302,7 @@ class DynamoDBTableRegistry(TableRegistry):
         *,
         conditional_client: DynamoDBClient | None = None,
     ) -> None:
-        self._client = client
-        self._conditional_client = conditional_client or client
-        self._table = table
+        super().__init__(client, table, conditional_client)
         self._namespace = namespace
 
     def _key(self, name: str) -> str:
@@ -271,12 +319,11 @@ class DynamoDBTableRegistry(TableRegistry):
             "catalog": {"S": self._namespace},
             "name": {"S": entry.name},
             "entry": {"S": body},
-            WRITTEN_AT: {"S": _utc_now()},
         }
         what = self._what(f"registration of {entry.name!r}")
         try:
-            written = _put_conditionally(
-                self._conditional_client, self._table, item, f"attribute_not_exists({TABLE_ID})", {}, {},
+            written = self._put(
+                item, f"attribute_not_exists({TABLE_ID})", {}, {},
                 is_ours=lambda old: old.get("entry", {}).get("S") == body, what=what,
             )
         except _Unanswered as failure:
@@ -307,15 +354,7 @@ class DynamoDBTableRegistry(TableRegistry):
             "ExpressionAttributeValues": {":kind": {"S": CATALOG_KIND}, ":catalog": {"S": self._namespace}},
             "ConsistentRead": True,
         }
-        found: list[str] = []
-        while True:
-            with _mapped(self._what("scan")):
-                page = self._client.scan(**request)
-            found.extend(item["name"]["S"] for item in page.get("Items", []))
-            start = page.get("LastEvaluatedKey")
-            if not start:
-                return sorted(found)
-            request["ExclusiveStartKey"] = start
+        return sorted(item["name"]["S"] for item in self._pages(self._client.scan, request, self._what("scan")))
 
     def unregister(self, name: str) -> None:
         with _mapped(self._what(f"removal of {name!r}")):
@@ -328,62 +367,10 @@ class DynamoDBTableRegistry(TableRegistry):
 class _Unanswered(Exception):
     """Every attempt of a conditional put failed without an answer to its condition."""
 
-    def __init__(self, last: Exception, *, maybe_applied: bool, throttled: bool) -> None:
-        super().__init__(f"no answer after {CONDITIONAL_ATTEMPTS} attempts: {describe(last)}")
-        self.maybe_applied = maybe_applied
-        self.throttled = throttled
-
-
-def _put_conditionally(
-    client: DynamoDBClient,
-    table: str,
-    item: dict[str, Any],
-    condition: str,
-    names: dict[str, str],
-    values: dict[str, Any],
-    *,
-    is_ours: Callable[[_Item], bool],
-    what: str,
-) -> bool:
-    """``True`` if ``item`` was written, ``False`` if the condition failed against another item.
-
-    See the module doc for why it retries by hand. Raises :class:`_Unanswered` when no attempt
-    got an answer, and :class:`StorageError` for a failure no retry can fix.
-    """
-    request: dict[str, Any] = {
-        "TableName": table,
-        "Item": item,
-        "ConditionExpression": condition,
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    if names:
-        request["ExpressionAttributeNames"] = names
-    if values:
-        request["ExpressionAttributeValues"] = values
-    maybe_applied = False
-    last: Exception | None = None
-    kind: FailureKind | None = None
-    for attempt in range(1, CONDITIONAL_ATTEMPTS + 1):
-        if attempt > 1:
-            time.sleep(backoff_s(attempt - 1))
-        try:
-            client.put_item(**request)
-            return True
-        except (ClientError, BotoCoreError) as error:
-            if isinstance(error, ClientError):
-                # A client with automatic retries may have sent this request more than once.
-                hidden = int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
-                maybe_applied = maybe_applied or hidden > 0
-                if error_code(error) == "ConditionalCheckFailedException":
-                    stored: _Item = cast(Any, error.response).get("Item") or {}
-                    return maybe_applied and is_ours(stored)
-            kind = failure_kind(error)
-            if kind is None:
-                _raise_unretryable(what, error)
-            maybe_applied = maybe_applied or kind is FailureKind.MAYBE_APPLIED
-            last = error
-    assert last is not None
-    raise _Unanswered(last, maybe_applied=maybe_applied, throttled=kind is FailureKind.THROTTLED)
+    def __init__(self, retries: ConditionalRetries) -> None:
+        super().__init__(f"no answer after {CONDITIONAL_ATTEMPTS} attempts: {describe(retries.last)}")
+        self.maybe_applied = retries.maybe_applied
+        self.throttled = retries.throttled
 
 
 def _raise_unretryable(what: str, error: Exception) -> NoReturn:
@@ -410,7 +397,3 @@ def _mapped(what: str) -> Iterator[None]:
         if failure_kind(error) is FailureKind.THROTTLED:
             raise LogThrottledError(f"{what}: throttled ({describe(error)})") from error
         _raise_unretryable(what, error)
-
-
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat()

@@ -1,6 +1,6 @@
 """Vacuum: deleting what no retained version needs, from one listing of the table's folder.
 
-Three kinds of garbage, each deleted only when its object is older than ``older_than`` too —
+Four kinds of garbage, each deleted only when its object is older than ``older_than`` too —
 a job still running may be about to commit a young file, and a committer writes a spilled
 body before the log entry that points to it:
 
@@ -10,12 +10,19 @@ body before the log entry that points to it:
 * spilled bodies (``_log/bodies/``) that no log entry points to: left by commit attempts that
   lost their race, or by log truncation that was interrupted;
 * state snapshots (``_state/<N>.parquet``) older than the one the oldest retained version is
-  rebuilt from. The newest state snapshot is always kept.
+  rebuilt from. The newest state snapshot is always kept;
+* what writers that died half-way through a write left: temporary files on the local disk
+  (``<key>.tmp-<uuid>``, of any object; the store's listing hides them, so
+  :meth:`LocalObjectStore.abandoned` finds them), and ``put-and-verify`` intent files
+  (``<key>.INTENT.<id>``) of the three kinds above. Intents on log entries and on the state
+  pointer are never touched: they hold other writers of those keys off until an operator has
+  made sure that their writer is gone.
 
 ``older_than`` must be longer than the longest write job: a job whose files are older than
 that when it commits would find them gone.
 
-Cost: one LIST of the table folder, the log's own lookup of its first number, and one read
+Cost: one LIST of the table folder (on the local disk, a second walk for temporary files), the
+log's own lookup of its first number, and one read
 of every transaction still in the log (log truncation keeps that bounded).
 """
 
@@ -36,7 +43,8 @@ from sleeper_spark.maintenance.locking import maintenance_lock
 from sleeper_spark.maintenance.progress import Progress, no_progress
 from sleeper_spark.maintenance.retention import read_log_facts, retention_floor
 from sleeper_spark.models import VacuumReport
-from sleeper_spark.storage import ObjectInfo, ObjectStore, join_key
+from sleeper_spark.storage import LocalObjectStore, ObjectInfo, ObjectStore, join_key
+from sleeper_spark.storage.put_and_verify import INTENT_MARK
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
@@ -53,6 +61,7 @@ class TableListing:
     data: list[ObjectInfo] = field(default_factory=list)
     bodies: list[ObjectInfo] = field(default_factory=list)
     state_snapshots: dict[int, ObjectInfo] = field(default_factory=dict)
+    intents: list[ObjectInfo] = field(default_factory=list)  # put-and-verify intents on the kinds above
 
 
 def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: bool = False, *,
@@ -75,16 +84,19 @@ def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: b
     doomed_states = [info for number, info in sorted(listing.state_snapshots.items())
                      if facts.base is not None and number < facts.base and number != newest
                      and info.last_modified < cutoff]
-    doomed = doomed_data + doomed_bodies + doomed_states
+    leftovers = abandoned_temporaries(table.store, table.root) + listing.intents
+    doomed_temporaries = [o for o in leftovers if o.last_modified < cutoff]
+    doomed = doomed_data + doomed_bodies + doomed_states + doomed_temporaries
     if not dry_run:
         with maintenance_lock(table, "vacuum"):
             _delete(table.store, table.root, [o.key for o in doomed], progress)
-    log.info("table %s: vacuum %s %d data file(s), %d body(ies), %d state snapshot(s), %d bytes (floor %d)",
-             table.name, "would delete" if dry_run else "deleted", len(doomed_data), len(doomed_bodies),
-             len(doomed_states), sum(o.size for o in doomed), facts.floor)
+    log.info("table %s: vacuum %s %d data file(s), %d body(ies), %d state snapshot(s), %d temporary file(s), "
+             "%d bytes (floor %d)", table.name, "would delete" if dry_run else "deleted", len(doomed_data),
+             len(doomed_bodies), len(doomed_states), len(doomed_temporaries), sum(o.size for o in doomed),
+             facts.floor)
     return VacuumReport(dry_run=dry_run, data_files_deleted=len(doomed_data), bodies_deleted=len(doomed_bodies),
-                        state_snapshots_deleted=len(doomed_states), bytes_deleted=sum(o.size for o in doomed),
-                        deleted=tuple(o.key for o in doomed))
+                        state_snapshots_deleted=len(doomed_states), temporaries_deleted=len(doomed_temporaries),
+                        bytes_deleted=sum(o.size for o in doomed), deleted=tuple(o.key for o in doomed))
 
 
 def list_table(store: ObjectStore, table_root: str) -> TableListing:
@@ -95,13 +107,32 @@ def list_table(store: ObjectStore, table_root: str) -> TableListing:
     for info in store.list(prefix):
         key = info.key[len(prefix):]
         relative = ObjectInfo(key=key, size=info.size, last_modified=info.last_modified, etag=info.etag)
-        if key.startswith(DATA_DIR + "/") and key.endswith(".parquet"):
+        if INTENT_MARK in key:
+            if _is_vacuumed(key.split(INTENT_MARK, 1)[0], state_prefix):
+                listing.intents.append(relative)
+        elif key.startswith(DATA_DIR + "/") and key.endswith(".parquet"):
             listing.data.append(relative)
         elif key.startswith(BODIES_DIR + "/") and key.endswith(".json"):
             listing.bodies.append(relative)
         elif key.startswith(state_prefix) and key.endswith(".parquet") and key[len(state_prefix):-8].isdigit():
             listing.state_snapshots[int(key[len(state_prefix):-8])] = relative
     return listing
+
+
+def _is_vacuumed(key: str, state_prefix: str) -> bool:
+    """Whether ``key`` is of a kind vacuum deletes: a data file, a spilled body, a state snapshot."""
+    return ((key.startswith(DATA_DIR + "/") and key.endswith(".parquet"))
+            or (key.startswith(BODIES_DIR + "/") and key.endswith(".json"))
+            or (key.startswith(state_prefix) and key.endswith(".parquet") and key[len(state_prefix):-8].isdigit()))
+
+
+def abandoned_temporaries(store: ObjectStore, table_root: str) -> list[ObjectInfo]:
+    """Temporary files dead writers left in the table's folder; keys relative to the table root."""
+    if not isinstance(store, LocalObjectStore):
+        return []  # S3 PUTs are atomic: a dead writer leaves nothing half-written
+    prefix = table_root.rstrip("/") + "/"
+    return [ObjectInfo(key=info.key[len(prefix):], size=info.size, last_modified=info.last_modified, etag=info.etag)
+            for info in store.abandoned(prefix)]
 
 
 def _delete(store: ObjectStore, table_root: str, keys: Sequence[str], progress: Progress) -> None:

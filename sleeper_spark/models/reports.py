@@ -37,5 +37,6 @@ class VacuumReport(BaseModel):
     data_files_deleted: int = 0
     bodies_deleted: int = 0
     state_snapshots_deleted: int = 0
+    temporaries_deleted: int = 0  # temporary files and put-and-verify intents that dead writers left
     bytes_deleted: int = 0
     deleted: tuple[str, ...] = Field(default=())

@@ -45,11 +45,16 @@ MAX_PARTITION_BYTES = "max_partition_bytes"
 # Set by the helper API: adds the hidden column that lets scans be pruned (sleeper_spark.spark.scans).
 SCAN_GUARD = "scan_guard"
 GUARD_COLUMN = "_sleeper_scan"
+# Streaming: Spark passes the sink its checkpoint location among the options; the source's own.
+CHECKPOINT_LOCATION = "checkpointlocation"
+STARTING_VERSION = "startingversion"
+IGNORE_CHANGES = "ignorechanges"
+MAX_FILES_PER_TRIGGER = "maxfilespertrigger"
 
 SOURCE_KEYS = frozenset({
     TABLE, PATH, PARTITION_BY, EVENT_TIME_COLUMN, APP_ID, APP_VERSION, WRITE_ID, METADATA_JSON,
     TARGET_FILE_BYTES, ROW_GROUP_ROWS, VERSION_AS_OF, TIMESTAMP_AS_OF, PARALLELISM, MAX_PARTITION_BYTES,
-    SCAN_GUARD,
+    SCAN_GUARD, CHECKPOINT_LOCATION, STARTING_VERSION, IGNORE_CHANGES, MAX_FILES_PER_TRIGGER,
 })
 
 
@@ -119,6 +124,19 @@ class ReadOptions:
     guarded: bool
 
 
+@dataclass(frozen=True)
+class StreamReadOptions:
+    """The options of a ``readStream.load``."""
+
+    table: str
+    starting_version: int | None  # None: from the table's first version
+    starting_latest: bool  # startingVersion=latest: only versions committed after the query starts
+    ignore_changes: bool
+    max_files_per_trigger: int | None
+    parallelism: int | None
+    max_partition_bytes: int
+
+
 DEFAULT_MAX_PARTITION_BYTES = 128 * 2**20  # as Spark's spark.sql.files.maxPartitionBytes
 
 
@@ -162,6 +180,34 @@ def parse_read(options: Mapping[str, str]) -> ReadOptions:
     )
 
 
+def parse_stream_read(options: Mapping[str, str]) -> StreamReadOptions:
+    """The options of a streaming read; time travel options are refused (they mean nothing here)."""
+    options = lowered(options)
+    if options.get(VERSION_AS_OF) or options.get(TIMESTAMP_AS_OF):
+        raise ConfigError("a streaming read takes startingVersion (a version or 'latest'), not versionAsOf "
+                          "or timestampAsOf")
+    starting = options.get(STARTING_VERSION, "").strip().lower()
+    latest = starting == "latest"
+    version = None
+    if starting and not latest:
+        version = int(starting) if starting.isdigit() else 0
+        if version < 1:
+            raise ConfigError(f"startingVersion must be a table version (1 or more) or 'latest', "
+                              f"not {options[STARTING_VERSION]!r}")
+    max_files = _integer(options, MAX_FILES_PER_TRIGGER)
+    if max_files is not None and max_files < 1:
+        raise ConfigError(f"maxFilesPerTrigger must be 1 or more, not {max_files}")
+    return StreamReadOptions(
+        table=table_name(options),
+        starting_version=version,
+        starting_latest=latest,
+        ignore_changes=_boolean(options, IGNORE_CHANGES),
+        max_files_per_trigger=max_files,
+        parallelism=_integer(options, PARALLELISM),
+        max_partition_bytes=_integer(options, MAX_PARTITION_BYTES) or DEFAULT_MAX_PARTITION_BYTES,
+    )
+
+
 def metadata_option(metadata: Mapping[str, str]) -> dict[str, str]:
     """How the helper API passes metadata: one JSON option, so key case survives Spark."""
     return {METADATA_JSON: json.dumps(dict(metadata), sort_keys=True)} if metadata else {}
@@ -200,3 +246,10 @@ def _integer(options: Mapping[str, str], key: str) -> int | None:
         return int(text)
     except ValueError:
         raise ConfigError(f"option {key!r} must be an integer, not {text!r}") from None
+
+
+def _boolean(options: Mapping[str, str], key: str) -> bool:
+    text = options.get(key, "false").strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigError(f"option {key!r} must be true or false, not {text!r}")
+    return text == "true"

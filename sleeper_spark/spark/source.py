@@ -16,11 +16,19 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from sleeper_spark.spark.options import GUARD_COLUMN, merge, open_catalog, parse_read, session_options
 from sleeper_spark.spark.reader import ReadTarget, SleeperReader, default_parallelism, spark_schema
+from sleeper_spark.spark.stream_reader import plan_stream_read
+from sleeper_spark.spark.stream_writer import plan_stream_write
 from sleeper_spark.spark.writer import plan_write
 
 SOURCE_NAME = "sleeper"
@@ -28,7 +36,7 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 class SleeperDataSource(DataSource):
-    """``spark.read.format("sleeper")`` and ``df.write.format("sleeper")``."""
+    """``spark.read`` / ``df.write`` / ``spark.readStream`` / ``df.writeStream`` with ``format("sleeper")``."""
 
     session_options: ClassVar[dict[str, str]] = {}
     default_parallelism: ClassVar[int] = 0
@@ -56,6 +64,12 @@ class SleeperDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return plan_write(self.merged_options(), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return plan_stream_write(self.merged_options(), schema, overwrite)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return plan_stream_read(self.merged_options(), schema, self.default_parallelism or default_parallelism())
 
     def _read_target(self) -> ReadTarget:
         options = self.merged_options()

@@ -18,6 +18,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from sleeper_spark.commit import CommitResult
 from sleeper_spark.datafiles.writer import DEFAULT_ROW_GROUP_ROWS, DEFAULT_TARGET_FILE_BYTES, DataFileWriter
 from sleeper_spark.errors import CommitConflictError, ConfigError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import FileRef, TableSchema
@@ -103,57 +104,80 @@ class SleeperWriter(DataSourceArrowWriter):
     # -- executors -----------------------------------------------------------------------
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SleeperCommitMessage:
-        target = self.target
-        store = open_catalog(dict(target.options)).backend.store
-        writer = DataFileWriter(store, target.root, target.schema, target.partition_by, target.table,
-                                target_file_bytes=target.target_file_bytes, row_group_rows=target.row_group_rows)
-        files = writer.write_all(_conformed(iterator, target.schema.to_arrow()))
-        context = TaskContext.get()
-        return SleeperCommitMessage(
-            files=tuple(files),
-            partition_id=context.partitionId() if context else 0,
-            attempt=context.attemptNumber() if context else 0,
-        )
+        return stage_files(self.target, iterator)
 
     # -- driver --------------------------------------------------------------------------
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        files = _files(messages)
-        try:
-            table = self._table()
-        except BaseException:
-            self._delete(files)  # nothing was committed: the log was never written to
-            raise
-        result = table.commit_files(files, self.mode, self.metadata, self.write_id, self.app_id, self.app_version)
-        log.info("table %s: write %s is version %d (%d files)", table.name, self.write_id,
-                 result.snapshot.version, len(files))
+        commit_messages(self.target, messages, self.mode, self.metadata, self.write_id, self.app_id,
+                        self.app_version)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        # Spark calls abort() when a task failed for good (its message is None and commit() never
-        # ran) and also after commit() raised. In the second case commit() has already deleted
-        # what it certainly did not commit, and kept the files of a commit whose outcome is
-        # unknown: deleting them here could remove files of a committed version.
-        if messages and all(message is not None for message in messages):
-            log.warning("write %s to %s failed in commit(); staged files were handled there",
-                        self.write_id, self.target.table)
-            return
-        self._delete(_files(messages))
-
-    def _table(self) -> Table:
-        table = open_catalog(dict(self.target.options)).table(self.target.table)
-        if table.table_id != self.target.table_id:
-            raise CommitConflictError(
-                f"table {self.target.table!r} was dropped and created again during the write; nothing was committed"
-            )
-        return table
-
-    def _delete(self, files: list[FileRef]) -> None:
-        if files:
-            store = open_catalog(dict(self.target.options)).backend.store
-            delete_staged(store, self.target.root, files)
+        abort_messages(self.target, messages, self.write_id)
 
 
-def _files(messages: Iterable[WriterCommitMessage | None]) -> list[FileRef]:
+def stage_files(target: WriteTarget, batches: Iterator[pa.RecordBatch]) -> SleeperCommitMessage:
+    """Writes one task's batches as data files of ``target``; nothing is visible until a commit.
+
+    Shared by the batch and the streaming writer, so that both stage files the same way.
+    """
+    store = open_catalog(dict(target.options)).backend.store
+    writer = DataFileWriter(store, target.root, target.schema, target.partition_by, target.table,
+                            target_file_bytes=target.target_file_bytes, row_group_rows=target.row_group_rows)
+    files = writer.write_all(_conformed(batches, target.schema.to_arrow()))
+    context = TaskContext.get()
+    return SleeperCommitMessage(
+        files=tuple(files),
+        partition_id=context.partitionId() if context else 0,
+        attempt=context.attemptNumber() if context else 0,
+    )
+
+
+def commit_messages(target: WriteTarget, messages: Iterable[WriterCommitMessage | None], mode: str,
+                    metadata: dict[str, str], write_id: str, app_id: str | None,
+                    app_version: int | None) -> CommitResult:
+    """Commits the files of the successful task attempts as one snapshot of ``target``."""
+    files = files_of(messages)
+    try:
+        table = _table(target)
+    except BaseException:
+        _delete(target, files)  # nothing was committed: the log was never written to
+        raise
+    result = table.commit_files(files, mode, metadata, write_id, app_id, app_version)
+    log.info("table %s: write %s is version %d (%d files)", table.name, write_id, result.snapshot.version,
+             len(files))
+    return result
+
+
+def abort_messages(target: WriteTarget, messages: list[WriterCommitMessage | None], write_id: str) -> None:
+    """Deletes what a failed write staged, unless ``commit_messages`` has handled it already."""
+    # Spark calls abort() when a task failed for good (its message is None and commit() never
+    # ran) and also after commit() raised. In the second case commit() has already deleted
+    # what it certainly did not commit, and kept the files of a commit whose outcome is
+    # unknown: deleting them here could remove files of a committed version.
+    if messages and all(message is not None for message in messages):
+        log.warning("write %s to %s failed in commit(); staged files were handled there", write_id, target.table)
+        return
+    _delete(target, files_of(messages))
+
+
+def _table(target: WriteTarget) -> Table:
+    table = open_catalog(dict(target.options)).table(target.table)
+    if table.table_id != target.table_id:
+        raise CommitConflictError(
+            f"table {target.table!r} was dropped and created again during the write; nothing was committed"
+        )
+    return table
+
+
+def _delete(target: WriteTarget, files: list[FileRef]) -> None:
+    if files:
+        store = open_catalog(dict(target.options)).backend.store
+        delete_staged(store, target.root, files)
+
+
+def files_of(messages: Iterable[WriterCommitMessage | None]) -> list[FileRef]:
+    """The staged files of the successful task attempts, in message order."""
     return [file for message in messages if isinstance(message, SleeperCommitMessage) for file in message.files]
 
 

@@ -16,8 +16,8 @@ Two retry modes. ``retries=True`` is botocore's ``standard`` mode, right for rea
 writes that may be repeated blindly. A conditional write must not be retried blindly: if the
 first attempt landed but its answer was lost, the retry is refused by the condition and the
 writer would wrongly conclude that someone else won. Those writes use ``retries=False`` and
-run their own loop with :func:`failure_kind`, which tells whether a failed attempt may still
-have taken effect.
+run their own loop, kept by :class:`ConditionalRetries`, with :func:`failure_kind`, which tells
+whether a failed attempt may still have taken effect.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
+from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -197,3 +199,40 @@ def backoff_s(attempt: int, rng: random.Random | None = None) -> float:
     """Full-jitter exponential backoff before retry ``attempt`` (1, 2, ...)."""
     ceiling = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** min(attempt - 1, 20))
     return (rng or random).uniform(0, ceiling)
+
+
+class ConditionalRetries:
+    """The bookkeeping of a conditional write's own retry loop.
+
+    Iterating yields the attempts (at most :data:`CONDITIONAL_ATTEMPTS`), sleeping
+    ``backoff(n)`` seconds (the caller's :func:`backoff_s`) before retry ``n``; :meth:`failed`
+    records an attempt that got no answer.
+    """
+
+    def __init__(self, backoff: Callable[[int], float]) -> None:
+        self._backoff = backoff
+        self.maybe_applied = False  # some attempt may have taken effect, or may still do so
+        self.throttled = False  # the last failure was throttling
+        self._last: Exception | None = None
+
+    @property
+    def last(self) -> Exception:
+        """The last failure :meth:`failed` recorded; after a loop that ran out, there is one."""
+        assert self._last is not None
+        return self._last
+
+    def __iter__(self) -> Iterator[int]:
+        for attempt in range(1, CONDITIONAL_ATTEMPTS + 1):
+            if attempt > 1:
+                time.sleep(self._backoff(attempt - 1))
+            yield attempt
+
+    def failed(self, error: Exception) -> bool:
+        """Records a failed attempt; ``False`` for a failure no retry will fix."""
+        kind = failure_kind(error)
+        if kind is None:
+            return False
+        self.maybe_applied = self.maybe_applied or kind is FailureKind.MAYBE_APPLIED
+        self.throttled = kind is FailureKind.THROTTLED
+        self._last = error
+        return True

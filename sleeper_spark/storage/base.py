@@ -14,13 +14,18 @@ keeps:
 from __future__ import annotations
 
 import builtins
+import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import pyarrow as pa
+
+from sleeper_spark.errors import PathExistsError
+
+SPOOL_IN_MEMORY_BYTES = 16 * 2**20  # a spooled new object spills to a temporary file beyond this
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,36 @@ class NewObject(ABC):
     @abstractmethod
     def discard(self) -> None:
         """Drops what was written; nothing becomes visible."""
+
+
+class SpooledNewObject(NewObject):
+    """Bytes spooled in memory (then in a temporary file), handed to ``publish`` as one file.
+
+    ``publish`` writes the spool (rewound) create-if-absent to ``uri``; its
+    :class:`PathExistsError` says that data files are never overwritten.
+    """
+
+    def __init__(
+        self, uri: str, publish: Callable[[BinaryIO], object], max_in_memory: int = SPOOL_IN_MEMORY_BYTES
+    ) -> None:
+        self._uri = uri
+        self._publish = publish
+        self._spool = tempfile.SpooledTemporaryFile(max_size=max_in_memory)  # noqa: SIM115
+
+    def file(self) -> BinaryIO:
+        return cast(BinaryIO, self._spool)
+
+    def publish(self) -> None:
+        try:
+            self._spool.seek(0)
+            self._publish(self.file())
+        except PathExistsError:
+            raise PathExistsError(f"{self._uri} exists already; data files are never overwritten") from None
+        finally:
+            self._spool.close()
+
+    def discard(self) -> None:
+        self._spool.close()
 
 
 class ObjectStore(ABC):

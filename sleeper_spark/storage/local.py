@@ -132,6 +132,30 @@ class LocalObjectStore(ObjectStore):
                         continue  # deleted while listing
         yield from sorted(found, key=lambda info: info.key)
 
+    def abandoned(self, prefix: str) -> Iterator[ObjectInfo]:
+        """Temporary files under ``prefix`` that writers left behind, in key order.
+
+        A process that dies between writing a temporary file and publishing (or removing) it
+        leaves the file where it was; :meth:`get` and :meth:`list` never show it, so nothing
+        else would ever find it. Vacuum deletes the ones older than its cutoff: a young one may
+        belong to a writer that is still running.
+        """
+        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        start = self.path(directory) if directory else self._root
+        found: list[ObjectInfo] = []
+        for dirpath, _dirs, names in os.walk(start):
+            for name in names:
+                if _TEMP_MARK not in name:
+                    continue
+                full = Path(dirpath) / name
+                key = full.relative_to(self._root).as_posix()
+                if key.startswith(prefix):
+                    try:
+                        found.append(_info(key, full.stat()))
+                    except FileNotFoundError:
+                        continue  # published or removed while listing
+        yield from sorted(found, key=lambda info: info.key)
+
     def new_object(self, key: str) -> NewObject:
         return _LocalNewObject(self.path(key), self.uri(key))
 

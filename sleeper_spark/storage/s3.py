@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import builtins
 import io
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from typing import IO, TYPE_CHECKING, Any, BinaryIO, NoReturn, cast
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 import pyarrow as pa
 from botocore.exceptions import BotoCoreError, ClientError
@@ -44,21 +42,19 @@ from sleeper_spark.errors import (
 )
 from sleeper_spark.storage.aws import (
     CONDITIONAL_ATTEMPTS,
-    FailureKind,
+    ConditionalRetries,
     backoff_s,
     describe,
     error_code,
-    failure_kind,
     http_status,
     make_client,
 )
-from sleeper_spark.storage.base import NewObject, ObjectInfo, ObjectStore
+from sleeper_spark.storage.base import SPOOL_IN_MEMORY_BYTES, NewObject, ObjectInfo, ObjectStore, SpooledNewObject
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
 
 DELETE_BATCH = 1000  # DeleteObjects takes at most 1000 keys
-SPOOL_IN_MEMORY_BYTES = 16 * 2**20  # a new object spills to a temporary file beyond this
 MAX_SINGLE_PUT_BYTES = 5 * 2**30  # S3's limit for one PUT
 _COMPARE_CHUNK = 2**20
 
@@ -210,18 +206,24 @@ class S3ObjectStore(ObjectStore):
                 )
 
     def new_object(self, key: str) -> NewObject:
-        return _S3NewObject(self, key)
+        """Spooled in memory (then in a temporary file), published with create-if-absent."""
+        return SpooledNewObject(self.uri(key), lambda spool: self._publish_spool(key, spool), SPOOL_IN_MEMORY_BYTES)
+
+    def _publish_spool(self, key: str, spool: BinaryIO) -> None:
+        size = spool.seek(0, 2)
+        if size > MAX_SINGLE_PUT_BYTES:
+            raise StorageError(
+                f"{self.uri(key)} is {size} bytes; one S3 PUT takes at most 5 GiB: write smaller files"
+            )
+        self._conditional_put(key, lambda: spool, etag=None)
 
     # -- conditional PUT -----------------------------------------------------------------
 
     def _conditional_put(self, key: str, body: Callable[[], _Body], etag: str | None) -> str:
         """One conditional PUT, retried by hand (see the module doc); returns the new etag."""
         client = self._client(retries=False)
-        maybe_applied = False
-        last: Exception | None = None
-        for attempt in range(1, CONDITIONAL_ATTEMPTS + 1):
-            if attempt > 1:
-                time.sleep(backoff_s(attempt - 1))
+        retries = ConditionalRetries(backoff_s)
+        for _ in retries:
             try:
                 full, data = self._full(key), _rewound(body())
                 if etag is None:
@@ -232,17 +234,13 @@ class S3ObjectStore(ObjectStore):
             except (ClientError, BotoCoreError) as error:
                 if isinstance(error, ClientError) and _condition_failed(error, etag):
                     # After an attempt that may have landed, the object we lost to may be ours.
-                    ours = self._holds(key, body) if maybe_applied else None
+                    ours = self._holds(key, body) if retries.maybe_applied else None
                     if ours is not None:
                         return ours
                     self._lost(key, etag)
-                kind = failure_kind(error)
-                if kind is None:
+                if not retries.failed(error):
                     self._fail("conditional PUT", key, error)
-                maybe_applied = maybe_applied or kind is FailureKind.MAYBE_APPLIED
-                last = error
-        assert last is not None
-        return self._after_retries(key, body, etag, maybe_applied, last)
+        return self._after_retries(key, body, etag, retries.maybe_applied, retries.last)
 
     def _after_retries(
         self, key: str, body: Callable[[], _Body], etag: str | None, maybe_applied: bool, last: Exception
@@ -294,38 +292,6 @@ class S3ObjectStore(ObjectStore):
         if etag is None:
             raise PathExistsError(f"{self.uri(key)} exists already")
         raise PreconditionFailedError(f"{self.uri(key)} changed since it was read, or is gone")
-
-
-class _S3NewObject(NewObject):
-    """Bytes spooled in memory (then in a temporary file), published with create-if-absent."""
-
-    def __init__(self, store: S3ObjectStore, key: str) -> None:
-        self._store = store
-        self._key = key
-        self._spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY_BYTES)  # noqa: SIM115
-
-    def file(self) -> BinaryIO:
-        return cast(BinaryIO, self._spool)
-
-    def publish(self) -> None:
-        try:
-            size = self._spool.seek(0, 2)
-            if size > MAX_SINGLE_PUT_BYTES:
-                raise StorageError(
-                    f"{self._store.uri(self._key)} is {size} bytes; one S3 PUT takes at most 5 GiB: "
-                    "write smaller files"
-                )
-            try:
-                self._store._conditional_put(self._key, lambda: self._spool, etag=None)
-            except PathExistsError:
-                raise PathExistsError(
-                    f"{self._store.uri(self._key)} exists already; data files are never overwritten"
-                ) from None
-        finally:
-            self._spool.close()
-
-    def discard(self) -> None:
-        self._spool.close()
 
 
 def _rewound(body: _Body) -> _Body:

@@ -10,20 +10,17 @@ each other's locks and intents.
 from __future__ import annotations
 
 import builtins
-import tempfile
 from collections.abc import Iterator
-from typing import BinaryIO, cast
 
 import pyarrow as pa
 
 from sleeper_spark.config import CatalogConfig
-from sleeper_spark.errors import ConfigError, PathExistsError
-from sleeper_spark.storage.base import NewObject, ObjectInfo, ObjectStore
+from sleeper_spark.errors import ConfigError
+from sleeper_spark.storage.base import NewObject, ObjectInfo, ObjectStore, SpooledNewObject
 from sleeper_spark.storage.conditional import ConditionalWrites, NativeConditionalWrites
 from sleeper_spark.storage.put_and_verify import PutAndVerifyConditionalWrites
 
 STRATEGIES = ("native", "dynamodb-lock", "put-and-verify")
-_SPOOL_IN_MEMORY_BYTES = 16 * 2**20
 
 
 def open_conditional_writes(store: ObjectStore, config: CatalogConfig) -> ConditionalWrites:
@@ -97,28 +94,4 @@ class ConditionalWritesStore(ObjectStore):
         return self._store.open_input(key)
 
     def new_object(self, key: str) -> NewObject:
-        return _SpooledNewObject(self, key)
-
-
-class _SpooledNewObject(NewObject):
-    def __init__(self, store: ConditionalWritesStore, key: str) -> None:
-        self._store = store
-        self._key = key
-        self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY_BYTES)  # noqa: SIM115
-
-    def file(self) -> BinaryIO:
-        return cast(BinaryIO, self._spool)
-
-    def publish(self) -> None:
-        try:
-            self._spool.seek(0)
-            self._store.create_if_absent(self._key, self._spool.read())
-        except PathExistsError:
-            raise PathExistsError(
-                f"{self._store.uri(self._key)} exists already; data files are never overwritten"
-            ) from None
-        finally:
-            self._spool.close()
-
-    def discard(self) -> None:
-        self._spool.close()
+        return SpooledNewObject(self.uri(key), lambda spool: self.create_if_absent(key, spool.read()))

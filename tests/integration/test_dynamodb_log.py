@@ -42,17 +42,10 @@ from tests.integration.race_workers import (
     run_workers,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("aws_credentials_env")]
 
 RACERS = 8
 ROUNDS = 20
-
-
-@pytest.fixture(autouse=True)
-def _aws_env(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in aws_env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 @pytest.fixture

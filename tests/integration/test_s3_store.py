@@ -28,17 +28,10 @@ from sleeper_spark.storage.s3 import S3ObjectStore, parse_s3_uri
 from tests.contract.log_contract import LogFactory, TransactionLogContract
 from tests.integration.race_workers import run_workers, s3_counter_race, s3_create_race
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("aws_credentials_env")]
 
 RACERS = 8
 ROUNDS = 20
-
-
-@pytest.fixture(autouse=True)
-def _aws_env(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in aws_env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 @pytest.fixture

@@ -70,5 +70,6 @@ def test_compaction_racing_three_appending_processes_loses_no_append(tmp_path: P
                       + [1000 * (w + 1) + s for w in range(APPENDERS) for s in range(APPENDS)])
     assert sorted(fresh.scan().column("n").to_pylist()) == expected
     assert len(fresh.files()) < files_before + APPENDERS * APPENDS
-    assert compacted.files_removed == files_before and compacted.files_added == 2
+    # The plan may also take appends that landed before it was made: at least the initial files go.
+    assert compacted.files_removed >= files_before and compacted.files_added == 2
     check_table_invariants(fresh, initial + outcomes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -125,3 +126,53 @@ def test_vacuum_refuses_a_negative_age(local_catalog: ss.Catalog) -> None:
 
 def table_of_rows(seq: int) -> pa.Table:
     return pa.table({"day": ["d1"], "n": [seq], "label": [str(seq)]}, schema=SCHEMA)
+
+
+def test_temporary_files_of_dead_writers_go_when_old(local_catalog: ss.Catalog) -> None:
+    # Regression (found by tests/reliability/test_kill_trials.py): a writer SIGKILLed while it
+    # wrote a data file or a log entry on the local disk left its ``<key>.tmp-<uuid>`` file, which
+    # the store's listing hides, so no vacuum ever removed it.
+    table = table_of_appends(local_catalog, 2)
+    old_data = disk_path(table, "data/day=d1/dead.parquet.tmp-0123abcd")
+    old_entry = disk_path(table, "_log/00000000000000000009.json.tmp-4567ef01")
+    young = disk_path(table, "data/day=d2/alive.parquet.tmp-89abcdef")
+    for path in (old_data, old_entry, young):
+        path.write_bytes(b"half a file")
+    age(old_data, TWO_DAYS)
+    age(old_entry, TWO_DAYS)
+    before = row_set(table)
+    # When it is vacuumed with the default 24 hours
+    report = table.vacuum()
+    # Then the old temporary files are gone, the young one (a live writer's) stays, the table is whole
+    assert report.temporaries_deleted == 2 and report.data_files_deleted == 0
+    assert set(report.deleted) == {"data/day=d1/dead.parquet.tmp-0123abcd", "_log/00000000000000000009.json.tmp-4567ef01"}
+    assert not old_data.exists() and not old_entry.exists() and young.exists()
+    assert row_set(table) == before and table.verify().ok and len(table.history()) == 2
+
+
+def test_intents_of_dead_put_and_verify_writers_go_when_old_except_on_log_entries(tmp_path: Path) -> None:
+    # Regression (found by tests/reliability/test_kill_trials.py): a put-and-verify writer killed
+    # while it published a data file left ``<file>.INTENT.<id>`` behind, and nothing removed it.
+    catalog = ss.Catalog.object_store(str(tmp_path / "warehouse"), conditional_writes="put-and-verify")
+    table = table_of_appends(catalog, 2)
+    planted = {
+        "data/day=d1/dead.parquet.INTENT.0123abcd": TWO_DAYS,
+        "_log/bodies/" + "0" * 64 + ".json.INTENT.4567ef01": TWO_DAYS,
+        "_state/00000000000000000002.parquet.INTENT.89abcdef": TWO_DAYS,
+        "data/day=d2/alive.parquet.INTENT.01234567": None,  # a live writer's
+        "_log/00000000000000000009.json.INTENT.deadbeef": TWO_DAYS,  # holds writers of entry 9 off
+        "_state/latest.INTENT.feedface": TWO_DAYS,  # holds writers of the pointer off
+    }
+    for relative, older_by in planted.items():
+        path = disk_path(table, relative)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b'{"target": "x"}')
+        if older_by is not None:
+            age(path, older_by)
+    before = row_set(table)
+    report = table.vacuum()
+    gone = {"data/day=d1/dead.parquet.INTENT.0123abcd", "_log/bodies/" + "0" * 64 + ".json.INTENT.4567ef01",
+            "_state/00000000000000000002.parquet.INTENT.89abcdef"}
+    assert set(report.deleted) == gone and report.temporaries_deleted == 3
+    assert {r for r in planted if disk_path(table, r).exists()} == set(planted) - gone
+    assert row_set(table) == before and table.verify().ok

@@ -32,11 +32,8 @@ def report() -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def _aws_env(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    # Set in os.environ so that spawned workers inherit them; real AWS settings stay untouched.
-    for key, value in aws_env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+def _aws_env(aws_credentials_env: dict[str, str]) -> None:
+    """Every test here runs with the test servers' credentials in os.environ."""
 
 
 @pytest.fixture(scope="session")

@@ -119,6 +119,50 @@ def test_an_unknown_outcome_with_an_unreadable_log_keeps_the_staged_files(
     assert len(table.history()) == 1
 
 
+def test_a_failed_retry_of_an_uncertain_append_is_reported_unknown(
+    table: ss.Table, memory_backend: InMemoryLogBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (found by tests/reliability/test_store_faults.py): an append whose request was
+    # lost in flight, retried at the same number, whose retry the log then refused outright, was
+    # reported as a plain StorageError ("not committed") -- and the first request landed later.
+    log = memory_backend.logs[table.table_id]
+    table.head.catch_up()
+    in_flight: list[tuple[int, bytes]] = []
+    answers = iter([AppendOutcomeUnknownError("timeout"), ss.StorageError("refused")])
+
+    def append(number: int, body: bytes) -> None:
+        error = next(answers)
+        if isinstance(error, AppendOutcomeUnknownError):
+            in_flight.append((number, body))  # lost in flight: it may still land
+        raise error
+
+    monkeypatch.setattr(log, "append", append)
+    # When writing, Then the outcome is reported unknown and the staged file is kept
+    with pytest.raises(ss.CommitStateUnknownError, match="refused"):
+        table.write(events(0, 0), metadata={"writer": "0", "seq": "0"})
+    assert len(_data_files(tmp_path / "warehouse")) == 1
+    # Because the first request can still land: then the write is in the table, whole
+    monkeypatch.undo()
+    (number, body), = in_flight
+    log.append(number, body)
+    assert [s.metadata for s in table.history()] == [{"writer": "0", "seq": "0"}]
+    assert table.verify().ok and table.scan().num_rows == 3
+
+
+def test_a_throttled_tail_read_after_a_lost_response_is_retried(
+    table: ss.Table, memory_backend: InMemoryLogBackend
+) -> None:
+    # Regression (found by tests/reliability/test_store_faults.py): after a lost response, one
+    # throttled tail read ended the commit in CommitStateUnknownError instead of a retry.
+    log = memory_backend.logs[table.table_id]
+    table.head.catch_up()
+    log.fail_next_append(AppendOutcomeUnknownError("connection reset"), after_storing=True)
+    log.at_start_of_next_append(lambda: log.fail_next_read(LogThrottledError("slow down")))
+    # When writing, Then it backs off, reads again, finds its own transaction and reports it once
+    snapshot = table.write(events(0, 0))
+    assert snapshot.version == 2 and [s.version for s in table.history()] == [2]
+
+
 def test_throttling_is_retried_with_backoff(memory_backend: InMemoryLogBackend) -> None:
     # Given a log that throttles twice
     waits: list[float] = []

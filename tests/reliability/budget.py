@@ -1,0 +1,49 @@
+"""How much of each reliability trial runs: small by default (CI), large through the environment.
+
+The long run is one command (docs/reliability.md)::
+
+    SLEEPER_KILL_TRIALS=500 SLEEPER_FAULT_WRITES=5000 SLEEPER_TORTURE_SECONDS=600 \\
+        .venv/bin/python -m pytest tests/reliability
+
+=========================  ==========================================================  ==========
+variable                   what                                                        default
+=========================  ==========================================================  ==========
+SLEEPER_KILL_TRIALS        SIGKILL trials per catalog kind                              6 local, 3 others
+SLEEPER_KILL_SEED          seed of the kill moments and worker modes                    20261122
+SLEEPER_FAULT_WRITES       writes per fault-injection run                               150
+SLEEPER_FAULT_SEED         seed of the fault schedules                                  7
+SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                         20
+SLEEPER_TORTURE_WORKERS    how many torture processes                                   8
+=========================  ==========================================================  ==========
+
+pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by
+:func:`timeout_for`, so a long run needs no other flag.
+"""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_KILL_TRIALS = {"local": 6}
+DEFAULT_KILL_TRIALS_ELSEWHERE = 3
+
+
+def _int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+def kill_trials(kind: str) -> int:
+    return _int("SLEEPER_KILL_TRIALS", DEFAULT_KILL_TRIALS.get(kind, DEFAULT_KILL_TRIALS_ELSEWHERE))
+
+
+KILL_SEED = _int("SLEEPER_KILL_SEED", 20261122)
+FAULT_WRITES = _int("SLEEPER_FAULT_WRITES", 150)
+FAULT_SEED = _int("SLEEPER_FAULT_SEED", 7)
+TORTURE_SECONDS = _int("SLEEPER_TORTURE_SECONDS", 20)
+TORTURE_WORKERS = _int("SLEEPER_TORTURE_WORKERS", 8)
+
+
+def timeout_for(seconds_of_work: float) -> int:
+    """A per-test timeout with room for a slow machine, never below pyproject's 600 s."""
+    return max(600, int(seconds_of_work * 3) + 300)
