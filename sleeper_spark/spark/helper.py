@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sleeper_spark.errors as errors
+from sleeper_spark.commit import idempotent_repeat
 from sleeper_spark.errors import CommitStateUnknownError, SleeperSparkError
 from sleeper_spark.models import Snapshot, TableSchema
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.spark import options as opt
-from sleeper_spark.state import TableState
 from sleeper_spark.table.writes import new_write_id
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
     state = table.state()
     check_data_schema(TableSchema.from_any(df.schema), state.schema, table.name)
     if app_id is not None and app_version is not None:
-        earlier = _app_write(state, app_id, app_version)
+        earlier = idempotent_repeat(state, app_id, app_version)
         if earlier is not None:
             return earlier  # an idempotent repeat: no job runs, nothing is staged
     write_id = new_write_id()
@@ -53,7 +53,7 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
     state = table.head.catch_up()
     snapshot = state.snapshot_for_write(write_id)
     if snapshot is None and app_id is not None and app_version is not None:
-        snapshot = _app_write(state, app_id, app_version)
+        snapshot = idempotent_repeat(state, app_id, app_version)
     if snapshot is None:
         raise CommitStateUnknownError(
             f"table {table.name!r}: Spark reported write {write_id} as committed, but the log does not show it"
@@ -83,23 +83,6 @@ def read(table: Table, spark: Any, version: int | None, timestamp: datetime | No
     if opt.GUARD_COLUMN not in loaded.columns:
         return loaded  # the table has a column of that name: its scans read every file
     return loaded.where(loaded[opt.GUARD_COLUMN]).drop(opt.GUARD_COLUMN)
-
-
-def _app_write(state: TableState, app_id: str, app_version: int) -> Snapshot | None:
-    """The snapshot that already holds this (app_id, app_version), if any.
-
-    A version at or below the app's highest committed one is a repeat: the same version's
-    snapshot, or the app's newest one when this version was superseded without committing.
-    """
-    if state.app_versions.get(app_id, -1) < app_version:
-        return None
-    same = state.snapshot_for_app(app_id, app_version)
-    if same is not None:
-        return same
-    for snapshot in reversed(state.history):
-        if snapshot.app_id == app_id:
-            return snapshot
-    return None
 
 
 def _typed(error: Exception) -> Exception:

@@ -112,25 +112,7 @@ class LocalObjectStore(ObjectStore):
             target.with_name(target.name + _LOCK_SUFFIX).unlink(missing_ok=True)
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
-        # Walk only the deepest directory the prefix names, so listing one table's log does
-        # not stat the whole warehouse.
-        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
-        start = self.path(directory) if directory else self._root
-        if not start.is_dir():
-            return
-        found: list[ObjectInfo] = []
-        for dirpath, _dirs, names in os.walk(start):
-            for name in names:
-                if _TEMP_MARK in name or name.endswith(_LOCK_SUFFIX):
-                    continue
-                full = Path(dirpath) / name
-                key = full.relative_to(self._root).as_posix()
-                if key.startswith(prefix):
-                    try:
-                        found.append(_info(key, full.stat()))
-                    except FileNotFoundError:
-                        continue  # deleted while listing
-        yield from sorted(found, key=lambda info: info.key)
+        yield from self._walk(prefix, published=True)
 
     def abandoned(self, prefix: str) -> Iterator[ObjectInfo]:
         """Temporary files under ``prefix`` that writers left behind, in key order.
@@ -140,12 +122,21 @@ class LocalObjectStore(ObjectStore):
         else would ever find it. Vacuum deletes the ones older than its cutoff: a young one may
         belong to a writer that is still running.
         """
+        yield from self._walk(prefix, published=False)
+
+    def _walk(self, prefix: str, *, published: bool) -> Iterator[ObjectInfo]:
+        """Published objects (or, with ``published=False``, temporary files) under ``prefix``."""
+        # Walk only the deepest directory the prefix names, so listing one table's log does
+        # not stat the whole warehouse.
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         start = self.path(directory) if directory else self._root
+        if not start.is_dir():
+            return
         found: list[ObjectInfo] = []
         for dirpath, _dirs, names in os.walk(start):
             for name in names:
-                if _TEMP_MARK not in name:
+                temporary = _TEMP_MARK in name
+                if temporary == published or (published and name.endswith(_LOCK_SUFFIX)):
                     continue
                 full = Path(dirpath) / name
                 key = full.relative_to(self._root).as_posix()
@@ -153,7 +144,7 @@ class LocalObjectStore(ObjectStore):
                     try:
                         found.append(_info(key, full.stat()))
                     except FileNotFoundError:
-                        continue  # published or removed while listing
+                        continue  # published, removed or deleted while listing
         yield from sorted(found, key=lambda info: info.key)
 
     def new_object(self, key: str) -> NewObject:
