@@ -62,6 +62,9 @@ DEFAULT_LEASE_S = 3600.0
 DEFAULT_POLL_S = 0.5
 # The lock loop polls by itself, so each transaction gives up early under contention.
 LOCK_SETTINGS = PutAndVerifySettings(max_attempts=4)
+# Releasing retries a failing store this many times, waiting 0.2 s, 0.4 s, ... in between.
+RELEASE_ATTEMPTS = 4
+RELEASE_BACKOFF_S = 0.2
 
 _FAMILY = re.compile(r"^(\.WRIT|\.READ\.[0-9a-f]+)?(\.INTENT\.[0-9a-f]+)?$")
 
@@ -169,20 +172,41 @@ def break_lock(
 class HeldLock:
     """A lock this process holds; releases it when the ``with`` block ends."""
 
-    def __init__(self, store: ObjectStore, info: LockInfo) -> None:
+    def __init__(self, store: ObjectStore, info: LockInfo, sleep: Callable[[float], None] = time.sleep) -> None:
         self._store = store
         self.info = info
         self._held = True
+        self._sleep = sleep
 
     def release(self) -> None:
-        """Removes the lock file, unless someone broke it and another holder took its place."""
+        """Removes the lock file, unless someone broke it and another holder took its place.
+
+        A store that keeps failing is retried a few times; after that the lock file stays, an
+        error is logged that says how to remove it, and nothing is raised: the work done under
+        the lock is finished, and the next holder's :class:`LockHeldError` names this one.
+        """
         if not self._held:
             return
         self._held = False
-        if self._still_ours():
-            self._store.delete(self.info.key)
-        else:
-            log.warning("%s was broken while held; not removing it", self.info.describe())
+        for attempt in range(1, RELEASE_ATTEMPTS + 1):
+            try:
+                if self._still_ours():
+                    self._store.delete(self.info.key)
+                else:
+                    log.warning("%s was broken while held; not removing it", self.info.describe())
+                return
+            except Exception as error:
+                if attempt == RELEASE_ATTEMPTS:
+                    log.error("could not release %s: %s; it stays until it is broken (`sleeper-spark lock "
+                              "break`, or break_lock) or its lease ends", self.info.describe(), error)
+                    return
+                self._sleep(RELEASE_BACKOFF_S * 2 ** (attempt - 1))
+
+    def _still_ours(self) -> bool:
+        try:
+            return bool(json.loads(self._store.get(self.info.key)).get("token") == self.info.token)
+        except (FileNotFoundError, ValueError):
+            return False
 
     def renew(self, lease_s: float = DEFAULT_LEASE_S, now: datetime | None = None) -> LockInfo:
         """Moves ``expires_at`` to ``lease_s`` from now. :class:`LockHeldError` if it was broken."""
@@ -193,12 +217,6 @@ class HeldLock:
         self._store.put(self.info.key, _encode(renewed))
         self.info = renewed
         return renewed
-
-    def _still_ours(self) -> bool:
-        try:
-            return bool(json.loads(self._store.get(self.info.key)).get("token") == self.info.token)
-        except (FileNotFoundError, ValueError):
-            return False
 
     def __enter__(self) -> HeldLock:
         return self
@@ -254,7 +272,7 @@ class _Lock:
             try:
                 steps = exclusive_write(transaction(_encode(info)), self._settings, now=self._now)
                 run_steps(steps, self.store, self._sleep)
-                return HeldLock(self.store, info)
+                return HeldLock(self.store, info, self._sleep)
             except StaleIntentError:
                 raise  # will not go away by waiting
             except LockHeldError:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import multiprocessing
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from botocore.exceptions import ReadTimeoutError
 
 import sleeper_spark as ss
 from sleeper_spark.storage.aws import make_client
+from tests.fixtures.aws_requests import RequestCounter, counting_requests
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events, make_catalog
 from tests.invariants import WriteOutcome, check_table_invariants
 
@@ -76,26 +76,10 @@ def test_a_two_thousand_file_commit_spills_its_body_and_reads_back(catalog: ss.C
     assert fresh.scan().num_rows == 2000
 
 
-class RequestCounter:
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-
-    def __call__(self, model: Any, **_: Any) -> None:
-        self.calls[model.name] += 1
-
-
 @pytest.fixture
 def requests(catalog: ss.Catalog) -> Iterator[RequestCounter]:
-    counter = RequestCounter()
-    config = catalog.config
-    clients = [make_client("s3", config), make_client("s3", config, retries=False)]
-    if config.catalog == "aws":
-        clients += [make_client("dynamodb", config), make_client("dynamodb", config, retries=False)]
-    for client in clients:
-        client.meta.events.register("before-call", counter)
-    yield counter
-    for client in clients:
-        client.meta.events.unregister("before-call", counter)
+    with counting_requests(catalog.config) as counter:
+        yield counter
 
 
 def test_a_warm_append_makes_one_log_put_and_no_read_or_list(catalog: ss.Catalog,

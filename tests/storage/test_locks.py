@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sleeper_spark.errors import LockHeldError
+from sleeper_spark.errors import LockHeldError, StorageError
 from sleeper_spark.storage import LocalObjectStore, ObjectStore
 from sleeper_spark.storage.locks import Mutex, ReadWriteLock, break_lock, lock_status
 from sleeper_spark.storage.put_and_verify import intent_key, utc_now
@@ -59,6 +59,43 @@ def test_the_mutex_is_a_context_manager_and_names_its_holder(store: ObjectStore)
             Mutex(store, PATH, label="second").acquire(timeout_s=0.2)
     assert lock_status(store, PATH) == []
     Mutex(store, PATH).acquire().release()
+
+
+class FailingDeletes(PlainStore):
+    """Deletes fail (with the store's own error) while ``failures`` lasts."""
+
+    failures = 0
+
+    def delete(self, key: str) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise StorageError(f"DELETE {key}: 503 Service Unavailable")
+        super().delete(key)
+
+
+def test_release_retries_a_failing_store_then_leaves_a_breakable_lock(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = FailingDeletes(LocalObjectStore(tmp_path / "warehouse"))
+    waits: list[float] = []
+    # Given a held mutex and a store whose next three deletes fail, When the mutex is released
+    # (armed only once the lock is held: taking it deletes its own put-and-verify intent)
+    with Mutex(store, PATH, label="vacuum of events", sleep=waits.append):
+        store.failures = 3
+    # Then the release retried and the lock is free
+    assert lock_status(store, PATH) == [] and waits == [0.2, 0.4, 0.8]
+    # Given a held mutex and a store that keeps failing, When the mutex is released
+    with Mutex(store, PATH, label="vacuum of events", sleep=waits.append):
+        store.failures = 100
+    # Then nothing is raised (the work under the lock is done), the error says how to remove the lock,
+    [left] = lock_status(store, PATH)
+    assert "could not release mutex lock _locks/compaction of 'vacuum of events'" in caplog.text
+    assert "sleeper-spark lock break" in caplog.text and "503 Service Unavailable" in caplog.text
+    # and the next holder is told who holds it, and can take it once it is broken
+    store.failures = 0
+    with pytest.raises(LockHeldError, match=r"'vacuum of events'.*sleeper-spark lock break"):
+        Mutex(store, PATH).acquire(timeout_s=0)
+    assert break_lock(store, PATH, force=True) == [left]
+    Mutex(store, PATH).acquire(timeout_s=0).release()
 
 
 def test_readers_share_and_a_writer_excludes_them(store: ObjectStore) -> None:

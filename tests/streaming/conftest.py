@@ -1,4 +1,5 @@
-"""The streaming tests share the SparkSession and catalogs of ``tests.fixtures.spark``."""
+"""The streaming tests share the SparkSession of ``tests.fixtures.spark``; they run on the local
+disk and on the AWS test servers (DynamoDB Local + SeaweedFS)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from tests.fixtures.spark import catalog, catalog_factory, spark
+from tests.fixtures.spark import catalog, catalog_factory_over, spark
 
-__all__ = ["catalog", "catalog_factory", "spark"]
+STREAMING_BACKENDS = ["local", "aws"]
+catalog_factory = catalog_factory_over(STREAMING_BACKENDS)
+
+__all__ = ["STREAMING_BACKENDS", "catalog", "catalog_factory", "spark"]

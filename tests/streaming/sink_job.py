@@ -1,6 +1,9 @@
 """A streaming query for the crash tests: input files -> the ``events`` table, one file per batch.
 
-    python sink_job.py WAREHOUSE INPUTS CHECKPOINT HOOK_DIR [PAUSE]
+    python sink_job.py CATALOG_OPTIONS_JSON INPUTS CHECKPOINT HOOK_DIR [PAUSE]
+
+The catalog is rebuilt from its flat options (``Catalog.options()``); AWS credentials come from
+the environment, as on a real cluster.
 
 PAUSE makes the first task (``in_write``, after it staged its files) or the first commit
 (``after_commit``, after the table's log took the batch and before Spark's checkpoint marks it
@@ -10,6 +13,7 @@ that point. The hook wraps the sink's writer from outside; the sink itself has n
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -24,7 +28,7 @@ from pyspark.sql.types import StructType
 import sleeper_spark as ss
 from sleeper_spark.spark.source import SleeperDataSource
 
-WAREHOUSE, INPUTS, CHECKPOINT, HOOK_DIR = sys.argv[1:5]
+CATALOG_OPTIONS, INPUTS, CHECKPOINT, HOOK_DIR = sys.argv[1:5]
 PAUSE = sys.argv[5] if len(sys.argv) > 5 else ""
 
 
@@ -73,7 +77,7 @@ def main() -> None:
     ss.register(spark)
     if PAUSE:
         spark.dataSource.register(PausingSource)
-    catalog = ss.Catalog.local(WAREHOUSE)
+    catalog = ss.Catalog.from_options(json.loads(CATALOG_OPTIONS))
     query = (spark.readStream.schema("id long, name string, value double").option("maxFilesPerTrigger", 1)
              .parquet(INPUTS).writeStream.format("sleeper").options(**catalog.options())
              .option("checkpointLocation", CHECKPOINT).outputMode("append").trigger(availableNow=True)

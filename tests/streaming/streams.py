@@ -37,13 +37,19 @@ def sink_to_table(spark: Any, catalog: ss.Catalog, inputs: Path, checkpoint: Pat
     return finished(query)
 
 
+def table_stream(spark: Any, catalog: ss.Catalog, output: Path, checkpoint: Path, table: str = "events",
+                 **options: str) -> Any:
+    """A stream of the table's new versions into a Parquet folder (an exactly-once sink), not started."""
+    return (spark.readStream.format("sleeper").options(**catalog.options()).options(**options).load(table)
+            .writeStream.format("parquet").option("path", str(output))
+            .option("checkpointLocation", str(checkpoint)))
+
+
 def stream_table(spark: Any, catalog: ss.Catalog, output: Path, checkpoint: Path, table: str = "events",
                  **options: str) -> Any:
-    """Streams the table's new versions into a Parquet folder (an exactly-once sink); waits for it."""
-    query = (spark.readStream.format("sleeper").options(**catalog.options()).options(**options).load(table)
-             .writeStream.format("parquet").option("path", str(output))
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    return finished(query)
+    """Streams the table's versions not yet delivered into a Parquet folder; waits for it."""
+    return finished(table_stream(spark, catalog, output, checkpoint, table, **options)
+                    .trigger(availableNow=True).start())
 
 
 def delivered_ids(spark: Any, output: Path) -> list[int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +15,9 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 import sleeper_spark as ss
 from sleeper_spark.spark.stream_writer import StreamCommitMessage, plan_stream_write
-from sleeper_spark.spark.writer import stage_files
+from sleeper_spark.spark.writer import plan_write, stage_files
+from tests.fixtures.aws_requests import RequestCounter, counting_requests
+from tests.fixtures.catalogs import make_catalog
 from tests.fixtures.spark import data_files, referenced_files
 from tests.invariants import check_log_invariants
 from tests.streaming.streams import INPUT_DDL, finished, rows, sink_to_table, write_inputs
@@ -109,3 +113,51 @@ def test_only_the_append_output_mode_is_accepted(spark: SparkSession, catalog: s
     with pytest.raises(ss.ConfigError, match="sets app_id"):
         plan_stream_write({**catalog.options(), "path": "counts", "app_id": "x", "app_version": "1"},
                           INPUT_STRUCT, overwrite=False)
+
+
+def test_a_warm_micro_batch_costs_what_a_batch_append_costs(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    # Given a table on the AWS test servers, written once by the sink and once by a batch write,
+    # so that this process (like Spark's reused Python workers) holds the table's state
+    catalog = make_catalog("aws", request, tmp_path)
+    options = {**catalog.options(), "path": "events"}
+    counters: dict[str, RequestCounter] = defaultdict(RequestCounter)
+
+    def counted(step: str, counting: bool) -> AbstractContextManager[object]:
+        return counting_requests(catalog.config, counters[step]) if counting else nullcontext()
+
+    def micro_batch(batch_id: int, start: int, counting: bool = False) -> None:
+        # As Spark runs it: streamWriter() in the planning worker, write() in a task, then
+        # streamWriter() again and commit() in the committing worker
+        with counted("stream plan and tasks", counting):
+            staged = stage_files(plan_stream_write(options, INPUT_STRUCT, overwrite=False).target,
+                                 iter(rows(start, 10).to_batches()))
+            writer = plan_stream_write(options, INPUT_STRUCT, overwrite=False)
+        with counted("stream commit", counting):
+            writer.commit([StreamCommitMessage(files=staged.files, partition_id=0, attempt=0, query_id="q")],
+                          batch_id)
+
+    def batch_append(start: int, counting: bool = False) -> None:
+        with counted("batch plan and tasks", counting):
+            writer = plan_write(options, INPUT_STRUCT, overwrite=False)
+            message = stage_files(writer.target, iter(rows(start, 10).to_batches()))
+        with counted("batch commit", counting):
+            writer.commit([message])
+
+    micro_batch(0, 0)
+    batch_append(10)
+    # When one more micro-batch and one more batch append are made, their requests counted
+    micro_batch(1, 20, counting=True)
+    batch_append(30, counting=True)
+    # Then the micro-batch's commit is exactly the append's: one conditional log put, no read of the tail
+    calls = {step: counter.calls for step, counter in counters.items()}
+    assert calls["stream commit"] == calls["batch commit"], calls
+    assert calls["stream commit"]["PutItem"] == 1 and calls["stream commit"]["Query"] == 0, calls
+    # And the whole micro-batch lists nothing and reads nothing from S3: one data file, one log put.
+    # It reads the registry and the log tail once more than the append only because Spark plans a
+    # micro-batch's writer twice (where it plans the batch, and again where it commits it).
+    streamed = calls["stream plan and tasks"] + calls["stream commit"]
+    appended = calls["batch plan and tasks"] + calls["batch commit"]
+    assert [op for op in streamed if op.startswith("List") or op in ("GetObject", "HeadObject")] == [], calls
+    assert streamed["PutObject"] == streamed["PutItem"] == 1, calls
+    assert streamed - appended == Counter({"GetItem": 1, "Query": 1}), calls
+    assert sorted(catalog.table("events").scan(columns=["id"]).column("id").to_pylist()) == list(range(40))

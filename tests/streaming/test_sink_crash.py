@@ -8,6 +8,7 @@ write a batch twice); and at a random moment. Then it runs to the end.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -32,12 +33,12 @@ FILES, ROWS_PER_FILE = 6, 100
 class SinkJob:
     """One run of the job, killed as a whole (JVM and Python workers share its process group)."""
 
-    def __init__(self, tmp_path: Path, pause: str = "") -> None:
+    def __init__(self, catalog: ss.Catalog, tmp_path: Path, pause: str = "") -> None:
         self.hooks = tmp_path / "hooks"
         self.hooks.mkdir(exist_ok=True)
         for marker in self.hooks.iterdir():
             marker.unlink()
-        args = [sys.executable, str(JOB), str(tmp_path / "warehouse"), str(tmp_path / "in"),
+        args = [sys.executable, str(JOB), json.dumps(catalog.options()), str(tmp_path / "in"),
                 str(tmp_path / "checkpoint"), str(self.hooks), pause]
         self.process = subprocess.Popen(args, env=spark_environment(tmp_path), stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -78,32 +79,32 @@ class SinkJob:
         return out
 
 
-def test_a_query_killed_at_any_point_writes_every_row_exactly_once(tmp_path: Path) -> None:
+def test_a_query_killed_at_any_point_writes_every_row_exactly_once(catalog: ss.Catalog, tmp_path: Path) -> None:
     # Given six input files of 100 rows, one per micro-batch
     write_inputs(tmp_path / "in", 0, FILES, ROWS_PER_FILE)
     checkpoint_commits = tmp_path / "checkpoint" / "commits"
 
     # When the job is killed inside a task, after it staged its files
-    job = SinkJob(tmp_path, pause="in_write")
+    job = SinkJob(catalog, tmp_path, pause="in_write")
     job.wait_for_marker("in_write")
     job.kill()
     # And, restarted, is killed after a commit reached the log but before the checkpoint recorded it
-    job = SinkJob(tmp_path, pause="after_commit")
+    job = SinkJob(catalog, tmp_path, pause="after_commit")
     batch = int(job.wait_for_marker("after_commit"))
     job.kill()
-    table = ss.Catalog.local(str(tmp_path / "warehouse")).table("events")
+    table = ss.Catalog(catalog.config).table("events")
     assert batch in {s.app_version for s in table.history()}  # the table has the batch...
     assert not (checkpoint_commits / str(batch)).exists()  # ...and Spark does not know it
     # And, restarted, is killed at a random moment
     seed = random.randrange(10**6)
-    job = SinkJob(tmp_path)
+    job = SinkJob(catalog, tmp_path)
     time.sleep(random.Random(seed).uniform(2.0, 12.0))
     job.kill()
     # And finally runs to the end
-    SinkJob(tmp_path).finish()
+    SinkJob(catalog, tmp_path).finish()
 
     # Then every input row is in the table exactly once (seed for a failing random kill: see below)
-    table = ss.Catalog.local(str(tmp_path / "warehouse")).table("events")
+    table = ss.Catalog(catalog.config).table("events")
     ids = sorted(table.scan(columns=["id"]).column("id").to_pylist())
     assert ids == list(range(FILES * ROWS_PER_FILE)), f"seed {seed}"
     # And each batch was committed once, by the one query, with the log's invariants intact
