@@ -100,7 +100,6 @@ def test_starting_version_picks_where_the_stream_begins(
         stream_table(spark, catalog, tmp_path / "out-9", tmp_path / "checkpoint-9", startingVersion="9")
 
 
-
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 180) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -110,13 +109,15 @@ def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 180)
 
 
 def test_rows_another_process_appends_while_streaming_are_delivered_once(
-        spark: SparkSession, catalog: ss.Catalog, tmp_path: Path) -> None:
+        spark: SparkSession, catalog: ss.Catalog, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     # Given a table, and another process making 40 appends of 10 rows to it (pausing after 20)
     output, checkpoint, journal, resume = tmp_path / "out", tmp_path / "checkpoint", tmp_path / "journal", tmp_path / "go"
     appended(catalog)
     appender = subprocess.Popen(
         [sys.executable, "-m", "tests.streaming.append_job", json.dumps(catalog.options()), "40", "10", str(journal),
          "20", str(resume)], cwd=REPO, stderr=subprocess.PIPE, text=True)
+    # If the test fails before the appender is resumed, it would wait for its resume file forever
+    request.addfinalizer(appender.kill)
 
     def appends_done() -> int:
         return len(journal.read_text().splitlines()) if journal.exists() else 0
