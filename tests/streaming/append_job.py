@@ -4,8 +4,8 @@
 
 Append ``k`` (from 0) holds ids ``k*ROWS ..``; after each one a line ``done <k>`` is fsynced to
 JOURNAL, so the test can tell how far the writer got. After HOLD_AT appends the writer waits
-until HOLD_FILE exists, so that the test can restart its stream while appends are still to come. The catalog comes from its flat options,
-the AWS credentials from the environment.
+until HOLD_FILE exists, so that the test can restart its stream while appends are still to come.
+The catalog comes from its flat options, the AWS credentials from the environment.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pyarrow as pa
@@ -122,32 +122,33 @@ def test_a_warm_micro_batch_costs_what_a_batch_append_costs(request: pytest.Fixt
     options = {**catalog.options(), "path": "events"}
     counters: dict[str, RequestCounter] = defaultdict(RequestCounter)
 
-    def counted(step: str, counting: bool) -> AbstractContextManager[object]:
-        return counting_requests(catalog.config, counters[step]) if counting else nullcontext()
+    def counted(step: str) -> AbstractContextManager[RequestCounter]:
+        return counting_requests(catalog.config, counters[step])
 
-    def micro_batch(batch_id: int, start: int, counting: bool = False) -> None:
+    def micro_batch(batch_id: int, start: int) -> None:
         # As Spark runs it: streamWriter() in the planning worker, write() in a task, then
         # streamWriter() again and commit() in the committing worker
-        with counted("stream plan and tasks", counting):
+        with counted("stream plan and tasks"):
             staged = stage_files(plan_stream_write(options, INPUT_STRUCT, overwrite=False).target,
                                  iter(rows(start, 10).to_batches()))
             writer = plan_stream_write(options, INPUT_STRUCT, overwrite=False)
-        with counted("stream commit", counting):
+        with counted("stream commit"):
             writer.commit([StreamCommitMessage(files=staged.files, partition_id=0, attempt=0, query_id="q")],
                           batch_id)
 
-    def batch_append(start: int, counting: bool = False) -> None:
-        with counted("batch plan and tasks", counting):
+    def batch_append(start: int) -> None:
+        with counted("batch plan and tasks"):
             writer = plan_write(options, INPUT_STRUCT, overwrite=False)
             message = stage_files(writer.target, iter(rows(start, 10).to_batches()))
-        with counted("batch commit", counting):
+        with counted("batch commit"):
             writer.commit([message])
 
     micro_batch(0, 0)
     batch_append(10)
-    # When one more micro-batch and one more batch append are made, their requests counted
-    micro_batch(1, 20, counting=True)
-    batch_append(30, counting=True)
+    counters.clear()  # what the table's creation and the first reads cost is not counted
+    # When one more micro-batch and one more batch append are made
+    micro_batch(1, 20)
+    batch_append(30)
     # Then the micro-batch's commit is exactly the append's: one conditional log put, no read of the tail
     calls = {step: counter.calls for step, counter in counters.items()}
     assert calls["stream commit"] == calls["batch commit"], calls
