@@ -19,6 +19,7 @@ reason, while that number is still free, a retry that fails for any reason ends 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -92,6 +93,12 @@ class TableHead:
         self._state: TableState | None = None
         self._recheck_after_s = recheck_after_s
         self._caught_up_at = 0.0
+        # One head serves every thread of a driver that opened the table. Catch-up and each
+        # commit attempt hold this lock, so a state is never folded forward while another
+        # thread validates or appends against it; states themselves are replaced, never
+        # changed, so one handed out earlier stays valid without the lock. Sleeps between
+        # attempts happen outside it: a waiting thread is just another racing writer.
+        self._lock = threading.RLock()
 
     # -- reading -------------------------------------------------------------------------
 
@@ -116,19 +123,21 @@ class TableHead:
         behind a cut; one idle for longer also asks the state-snapshot pointer, and reloads if
         it points past its state.
         """
-        started = time.monotonic()
-        if self._state is None:
-            self._state = self._load(at_most=None)
-        else:
-            self._state = fold(self._decoded(self._state.version), self._state)
-            if started - self._caught_up_at > self._recheck_after_s:
-                newest = self.state_snapshots.pointer.get()
-                if newest is not None and newest > self._state.version:
-                    log.info("table %s: state %d is behind state snapshot %d; reloading", self.name,
-                             self._state.version, newest)
-                    self._state = self._load(at_most=None)
-        self._caught_up_at = started
-        return self._state
+        with self._lock:
+            started = time.monotonic()
+            if self._state is None:
+                state = self._load(at_most=None)
+            else:
+                state = fold(self._decoded(self._state.version), self._state)
+                if started - self._caught_up_at > self._recheck_after_s:
+                    newest = self.state_snapshots.pointer.get()
+                    if newest is not None and newest > state.version:
+                        log.info("table %s: state %d is behind state snapshot %d; reloading", self.name,
+                                 state.version, newest)
+                        state = self._load(at_most=None)
+            self._state = state
+            self._caught_up_at = started
+            return state
 
     def state_at(self, version: int) -> TableState:
         """The state as of transaction ``version`` (time travel)."""
@@ -169,7 +178,7 @@ class TableHead:
         write_id = ""
         try:
             for attempt in commit_retrying(self._retry, self.name, self._sleep):
-                with attempt:
+                with attempt, self._lock:
                     attempts += 1
                     try:
                         state = self._optimistic_state() if attempts == 1 else self._catch_up_knowing(uncertain_at)
@@ -252,9 +261,9 @@ class TableHead:
             raise RetryCommit("the log is throttling requests") from None
         except AppendOutcomeUnknownError:
             return number
-        apply(txn, state)
+        self._state = apply(txn, state)
         self._caught_up_at = time.monotonic()  # the put proved this state is the head
-        latest = state.latest
+        latest = self._state.latest
         assert latest is not None
         return latest
 
@@ -262,14 +271,16 @@ class TableHead:
         log.info("table %s: committed version %d (%s) in %d attempt(s), %.1f ms", self.name,
                  snapshot.version, snapshot.operation, attempts, (time.monotonic() - started) * 1000)
         if committed and snapshot.version % self._interval == 0:
-            self._snapshot_state_quietly()
+            self._snapshot_state_quietly(snapshot.version)
         return CommitResult(snapshot, committed=committed, attempts=attempts)
 
-    def _snapshot_state_quietly(self) -> None:
+    def _snapshot_state_quietly(self, version: int) -> None:
         # The commit has landed; a failed state snapshot only makes the next cold open slower.
-        assert self._state is not None
+        # Another thread may have committed since: the state at hand is newer, which is as good.
+        state = self._state
+        assert state is not None and state.version >= version
         try:
-            self.state_snapshots.write(self._state)
+            self.state_snapshots.write(state)
         except SleeperSparkError as error:
             log.warning("table %s: automatic state snapshot failed: %s", self.name, error)
 
