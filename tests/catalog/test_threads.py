@@ -9,11 +9,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 import sleeper_spark as ss
-from tests.fixtures.catalogs import EVENTS_SCHEMA, events
+from tests.fixtures.catalogs import EVENTS_SCHEMA, events, make_catalog
 from tests.invariants import WriteOutcome, check_table_invariants
 
 THREADS = 8
@@ -63,7 +62,6 @@ def _check_versions_each_once_in_order(table: ss.Table, versions: list[int]) -> 
 def test_threads_sharing_one_catalog_lose_no_commit(kind: str, request: pytest.FixtureRequest,
                                                     tmp_path: Path) -> None:
     # Given one catalog, shared by 8 threads of one process
-    from tests.fixtures.catalogs import make_catalog
 
     catalog = make_catalog(kind, request, tmp_path)
     catalog.create_table("events", EVENTS_SCHEMA)
@@ -142,7 +140,7 @@ def test_state_is_safe_to_read_while_threads_commit(local_catalog: ss.Catalog) -
                 state = table.state()
                 assert len(state.files) == len(state.history)  # one file per append
                 table.scan()
-            except BaseException as error:  # noqa: BLE001 - collected for the assertion below
+            except BaseException as error:  # collected for the assertion below
                 problems.append(error)
                 return
 
