@@ -78,6 +78,7 @@ app.command("compact")(maintenance_commands.compact)
 app.command("vacuum")(maintenance_commands.vacuum)
 app.command("verify")(maintenance_commands.verify)
 app.command("truncate")(maintenance_commands.truncate)
+app.command("repair")(maintenance_commands.repair)
 app.add_typer(lock_app, name="lock")
 app.add_typer(jars_app, name="jars")
 

@@ -1,4 +1,4 @@
-"""Commands that maintain a table: snapshot, compact, vacuum, truncate, verify."""
+"""Commands that maintain a table: snapshot, compact, vacuum, truncate, repair, verify."""
 
 from __future__ import annotations
 
@@ -83,6 +83,21 @@ def truncate(
         verb = "would delete" if dry_run else "deleted"
         say(f"{verb} transactions up to {report.up_to} ({report.transactions_deleted} entries, "
             f"{report.bodies_deleted} spilled bodies) of {name}")
+
+
+def repair(
+    name: TableName,
+    transaction: Annotated[int, typer.Argument(help="The number of the damaged log entry.")],
+    reason: Annotated[str, typer.Option("--reason", help="Recorded in the log with the loss.")] = "damaged log entry",
+    json_: JsonFlag = False,
+) -> None:
+    """Record a damaged log entry as lost, so the versions after it read and writes go on."""
+    snapshot = open_catalog().table(name).record_lost_transaction(transaction, reason)
+    if json_:
+        emit_json({"table": name, "snapshot": snapshot})
+    else:
+        say(f"transaction {transaction} of {name} is recorded as lost (version {snapshot.version}); what it did "
+            "is gone from the table, and files it added stay on the store until vacuum")
 
 
 def verify(name: TableName, version: Annotated[int | None, typer.Option(

@@ -18,9 +18,11 @@ reason, while that number is still free, a retry that fails for any reason ends 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,8 +32,10 @@ from tenacity import RetryError
 from sleeper_spark.commit.retry import RetryCommit, commit_retrying
 from sleeper_spark.config import RetryPolicy
 from sleeper_spark.errors import (
+    CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    ConfigError,
     CorruptLogError,
     SleeperSparkError,
     SnapshotNotFoundError,
@@ -45,7 +49,7 @@ from sleeper_spark.log import (
     TransactionLog,
     TransactionNumberTakenError,
 )
-from sleeper_spark.models import Snapshot, Transaction
+from sleeper_spark.models import CreateTable, SetProperties, Snapshot, Transaction
 from sleeper_spark.state import TableState, apply, fold, validate
 
 log = logging.getLogger(__name__)
@@ -91,6 +95,7 @@ class TableHead:
         self._sleep = sleep
         self._clock = clock
         self._state: TableState | None = None
+        self._travelled: TableState | None = None  # the last state read by time travel
         self._recheck_after_s = recheck_after_s
         self._caught_up_at = 0.0
         # One head serves every thread of a driver that opened the table. Catch-up and each
@@ -140,13 +145,26 @@ class TableHead:
             return state
 
     def state_at(self, version: int) -> TableState:
-        """The state as of transaction ``version`` (time travel)."""
-        current = self.catch_up()
-        if version == current.version:
-            return current
-        if version > current.version or version < 1:
-            raise SnapshotNotFoundError(f"table {self.name!r} has no version {version} (latest: {current.version})")
-        return self._load(at_most=version)
+        """The state as of transaction ``version`` (time travel).
+
+        Reads nothing past ``version`` when the head already knows a later one, so a damaged
+        newer entry does not stand in the way of reading the versions before it.
+        """
+        known, travelled = self._state, self._travelled
+        if known is not None and version == known.version:
+            return known
+        if travelled is not None and version == travelled.version:
+            return travelled
+        if version < 1:
+            raise SnapshotNotFoundError(f"table {self.name!r} has no version {version}")
+        if known is not None and version > known.version:
+            current = self.catch_up()
+            if version == current.version:
+                return current
+            if version > current.version:
+                raise SnapshotNotFoundError(f"table {self.name!r} has no version {version} (latest: {current.version})")
+        state = self._travelled = self._load(at_most=version)
+        return state
 
     def _load(self, at_most: int | None) -> TableState:
         start = self.state_snapshots.load_newest(at_most=at_most)
@@ -284,9 +302,71 @@ class TableHead:
         except SleeperSparkError as error:
             log.warning("table %s: automatic state snapshot failed: %s", self.name, error)
 
+    def create(self, txn: CreateTable) -> None:
+        """Appends transaction 1; :class:`TransactionNumberTakenError` if the log has one already."""
+        self.log.append(1, self.codec.encode(txn))
+
+    def repair(self, number: int, reason: str) -> Snapshot:
+        """Replaces transaction ``number``, which cannot be decoded, with a record of its loss.
+
+        The record is a transaction that changes nothing but says, in its metadata, which
+        transaction was lost and what its damaged bytes were; what the lost transaction did
+        (files it added or removed) is gone from the table. Never a silent skip: the history
+        shows a ``repair`` snapshot at that version.
+        """
+        with self._lock:
+            record = self.log.read_one(number)
+            if record is None:
+                raise SnapshotNotFoundError(f"table {self.name!r} has no transaction {number} in its log")
+            try:
+                self.codec.decode(number, record.body)
+            except CorruptLogError:
+                pass
+            else:
+                raise ConfigError(f"table {self.name!r}: transaction {number} is intact; there is nothing to repair")
+            self._refuse_repair_under_state_snapshot(number)
+            before = self._load(at_most=number - 1)
+            loss = _loss_record(number, record.body, reason, before.snapshot_id, self._clock())
+            try:
+                self.log.replace_damaged(number, record.body, self.codec.encode(loss))
+            except TransactionNumberTakenError:
+                raise CommitConflictError(
+                    f"table {self.name!r}: transaction {number} changed while it was being recorded as lost "
+                    "(restored or repaired by someone else); read the table again"
+                ) from None
+            self._state = self._travelled = None
+            log.warning("table %s: transaction %d was damaged and is recorded as lost (%s)", self.name, number, reason)
+            latest = self.state_at(number).latest
+            assert latest is not None
+            return latest
+
+    def _refuse_repair_under_state_snapshot(self, number: int) -> None:
+        if number == 1:
+            raise CorruptLogError(
+                f"table {self.name!r}: transaction 1 creates the table and cannot be recorded as lost; restore "
+                "it from a backup"
+            )
+        covering = [n for n in self.state_snapshots.numbers() if n >= number]
+        if covering:
+            raise ConfigError(
+                f"table {self.name!r}: state snapshot {min(covering)} already holds what transaction {number} "
+                "did, so versions from it on read without the damaged entry; truncate the log "
+                "(sleeper-spark truncate) to cut the entry away instead of repairing it"
+            )
+
     def create_state_snapshot(self) -> int:
         state = self.catch_up()
         return self.state_snapshots.write(state)
+
+
+def _loss_record(number: int, damaged: bytes, reason: str, parent_id: str | None, at: datetime) -> SetProperties:
+    """A transaction that changes nothing and records that transaction ``number`` was lost."""
+    return SetProperties(
+        snapshot_id=uuid.uuid4().hex, parent_id=parent_id, committed_at=at, operation="repair",
+        write_id=uuid.uuid4().hex,
+        metadata={"lost_transaction": str(number), "reason": reason, "damaged_bytes": str(len(damaged)),
+                  "damaged_sha256": hashlib.sha256(damaged).hexdigest()},
+    )
 
 
 def _idempotent_repeat(txn: Transaction, state: TableState) -> Snapshot | None:

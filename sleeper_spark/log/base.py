@@ -12,7 +12,8 @@ backend keeps these rules, and ``tests/contract/test_log_contract.py`` checks th
   ``after`` that was acknowledged before the call began, in order. A backend whose reads may be
   stale must read strongly (DynamoDB: ``ConsistentRead``).
 * **Appended bytes are immutable.** Only log truncation deletes entries, and only ones below a
-  state snapshot.
+  state snapshot. The one exception is an explicit repair: ``replace_damaged`` swaps an entry
+  that cannot be decoded for a record of its loss, and only while it still holds those bytes.
 
 Backends map their own failures onto these errors at the boundary; nothing backend-specific
 travels above this package.
@@ -63,6 +64,14 @@ class TransactionLog(ABC):
     @abstractmethod
     def first_number(self) -> int | None:
         """The lowest number still stored (1 unless truncated), or ``None`` for an empty log."""
+
+    @abstractmethod
+    def replace_damaged(self, number: int, damaged: bytes, body: bytes) -> None:
+        """Replaces entry ``number`` with ``body`` only while it still holds exactly ``damaged``.
+
+        :class:`TransactionNumberTakenError` if the entry holds other bytes or is gone (someone
+        repaired or restored it first). Deciding that the bytes are damaged is the caller's job.
+        """
 
     def read_one(self, number: int) -> LogRecord | None:
         for record in self.read(after=number - 1, up_to=number):

@@ -61,10 +61,15 @@ class TransactionCodec:
                 return self._load_spilled(number, json.loads(data))
             return decode_transaction(data)
         except (ValidationError, ValueError, KeyError) as error:
-            raise CorruptLogError(
-                f"table {self._name!r}: transaction {number} cannot be decoded ({_first_line(error)}); "
-                "restore it from a backup or truncate the log past it"
-            ) from None
+            raise self._damaged(number, _first_line(error)) from None
+
+    def _damaged(self, number: int, why: str) -> CorruptLogError:
+        return CorruptLogError(
+            f"table {self._name!r}: transaction {number} cannot be decoded ({why}). Versions before {number} "
+            f"still read (time travel). To read and write past it, restore the entry from a backup, or record "
+            f"it as lost with table.record_lost_transaction({number}) or `sleeper-spark repair {self._name} "
+            f"{number}` (what it did is then gone from the table)"
+        )
 
     def spilled_key(self, data: bytes) -> str | None:
         """The table-relative body key an entry points to, if it was spilled."""
@@ -78,11 +83,9 @@ class TransactionCodec:
         try:
             body = self._store.get(key)
         except FileNotFoundError:
-            raise CorruptLogError(
-                f"table {self._name!r}: the body of transaction {number} ({key}) is missing"
-            ) from None
+            raise self._damaged(number, f"its body {key} is missing") from None
         if f"sha256:{hashlib.sha256(body).hexdigest()}" != pointer["checksum"]:
-            raise CorruptLogError(f"table {self._name!r}: the body of transaction {number} ({key}) is damaged")
+            raise self._damaged(number, f"its body {key} is damaged")
         txn = decode_transaction(body)
         return txn.model_copy(
             update={"parent_id": pointer["parent_id"], "committed_at": datetime.fromisoformat(pointer["committed_at"])}
@@ -90,4 +93,6 @@ class TransactionCodec:
 
 
 def _first_line(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return str(error.errors()[0]["msg"])
     return str(error).splitlines()[0]

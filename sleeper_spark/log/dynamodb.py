@@ -177,6 +177,19 @@ class DynamoDBTransactionLog(_DynamoDBTable, TransactionLog):
         if not written:
             raise TransactionNumberTakenError(f"transaction {number} exists")
 
+    def replace_damaged(self, number: int, damaged: bytes, body: bytes) -> None:
+        item: dict[str, Any] = {TABLE_ID: {"S": self._table_id}, NUMBER: {"N": str(number)}, BODY: {"B": body},
+                WRITTEN_AT: {"S": datetime.now(timezone.utc).isoformat()}}
+        with _mapped(self._what(f"repair of transaction {number}")):
+            try:
+                self._client.put_item(TableName=self._table, Item=item, ConditionExpression="#b = :old",
+                                      ExpressionAttributeNames={"#b": BODY},
+                                      ExpressionAttributeValues={":old": {"B": damaged}})
+            except ClientError as error:
+                if error_code(error) != "ConditionalCheckFailedException":
+                    raise
+                raise TransactionNumberTakenError(f"transaction {number} no longer holds the damaged bytes") from None
+
     def read(self, after: int = 0, up_to: int | None = None) -> Iterator[LogRecord]:
         if up_to is not None and up_to <= after:
             return

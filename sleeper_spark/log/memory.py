@@ -97,6 +97,12 @@ class InMemoryTransactionLog(TransactionLog):
         with self._lock:
             return min(self._entries, default=None)
 
+    def replace_damaged(self, number: int, damaged: bytes, body: bytes) -> None:
+        with self._lock:
+            if self._entries.get(number) != damaged:
+                raise TransactionNumberTakenError(f"transaction {number} no longer holds the damaged bytes")
+            self._entries[number] = body
+
     def corrupt(self, number: int, body: bytes) -> None:
         """Overwrites an entry with other bytes, to test how damage is reported."""
         with self._lock:

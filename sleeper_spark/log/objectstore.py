@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sleeper_spark.errors import PathExistsError, WriteOutcomeUnknownError
+from sleeper_spark.errors import PathExistsError, PreconditionFailedError, WriteOutcomeUnknownError
 from sleeper_spark.log.base import (
     AppendOutcomeUnknownError,
     LogRecord,
@@ -38,6 +38,17 @@ class ObjectStoreTransactionLog(TransactionLog):
             raise TransactionNumberTakenError(f"transaction {number} exists") from None
         except WriteOutcomeUnknownError as error:
             raise AppendOutcomeUnknownError(f"transaction {number}: {error}") from error
+
+    def replace_damaged(self, number: int, damaged: bytes, body: bytes) -> None:
+        key = entry_key(self._root, number)
+        info = self._store.head(key)
+        try:
+            if info is None or self._store.get(key) != damaged:
+                raise PreconditionFailedError(key)
+            # The etag read before the bytes were compared: a restore in between changes it.
+            self._conditional.replace_if_match(key, body, info.etag)
+        except (PreconditionFailedError, FileNotFoundError):
+            raise TransactionNumberTakenError(f"transaction {number} no longer holds the damaged bytes") from None
 
     def read(self, after: int = 0, up_to: int | None = None) -> Iterator[LogRecord]:
         number = after + 1

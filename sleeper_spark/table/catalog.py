@@ -107,7 +107,7 @@ class Catalog:
                              event_time_column=event_time_column)
         table = self._open(entry)
         try:
-            table.head.log.append(1, table.head.codec.encode(create))
+            table.head.create(create)
         except TransactionNumberTakenError:
             self.backend.registry.unregister(name)
             raise PathExistsError(

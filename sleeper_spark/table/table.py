@@ -88,10 +88,11 @@ class Table:
 
     def snapshot(self, version: int) -> Snapshot:
         """The snapshot with this version; :class:`SnapshotNotFoundError` if there is none."""
-        for snapshot in self.state().history:
-            if snapshot.version == version:
-                return snapshot
-        raise SnapshotNotFoundError(f"table {self.name!r} has no snapshot with version {version}")
+        # Through the state at that version, which reads no log entry past it.
+        latest = self.head.state_at(version).latest if version >= 1 else None
+        if latest is None or latest.version != version:
+            raise SnapshotNotFoundError(f"table {self.name!r} has no snapshot with version {version}")
+        return latest
 
     def version_at(self, timestamp: datetime) -> int:
         """The version that was current at ``timestamp`` (time travel by time)."""
@@ -174,6 +175,16 @@ class Table:
         return reading.verify_files(self.store, self.root, list(state.files.values()), state.version)
 
     # -- maintenance ---------------------------------------------------------------------
+
+    def record_lost_transaction(self, number: int, reason: str = "damaged log entry") -> Snapshot:
+        """Replaces log entry ``number``, which cannot be decoded, with a record that it was lost.
+
+        The way out when a damaged entry blocks every read of the versions after it and no
+        backup of it exists. What that transaction did is gone (the files it added stay on the
+        store until vacuum); the history shows a ``repair`` snapshot at its version whose
+        metadata names it. Refused for an entry that decodes.
+        """
+        return self.head.repair(number, reason)
 
     def create_state_snapshot(self) -> int:
         """Writes the current state as a state snapshot and moves the pointer to it; returns its number."""

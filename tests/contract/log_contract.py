@@ -51,6 +51,23 @@ class TransactionLogContract:
         assert [r.number for r in records] == [1, 2, 3, 4, 5]
         assert [r.body for r in records] == [f"body {n}".encode() for n in range(1, 6)]
 
+    def test_a_damaged_entry_is_replaced_only_while_it_holds_the_damaged_bytes(self, log_factory: LogFactory) -> None:
+        # Given entry 2 holding some bytes (damaged, as far as the caller knows)
+        log = log_factory()
+        log.append(1, b"one")
+        log.append(2, b"dam")
+        # When a repair names other bytes, it is refused and nothing changes
+        with pytest.raises(TransactionNumberTakenError):
+            log.replace_damaged(2, b"other", b"repaired")
+        with pytest.raises(TransactionNumberTakenError):
+            log.replace_damaged(3, b"", b"repaired")  # no such entry: nothing to replace
+        assert [r.body for r in log.read()] == [b"one", b"dam"]
+        # Then a repair naming the stored bytes replaces them, once
+        log.replace_damaged(2, b"dam", b"repaired")
+        assert [r.body for r in log.read()] == [b"one", b"repaired"]
+        with pytest.raises(TransactionNumberTakenError):
+            log.replace_damaged(2, b"dam", b"again")
+
     def test_a_taken_number_is_refused_and_the_first_body_kept(self, log_factory: LogFactory) -> None:
         log = log_factory()
         log.append(1, b"first")
