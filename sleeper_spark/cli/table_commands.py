@@ -96,13 +96,12 @@ def show_log(
 ) -> None:
     """Show raw transactions of a table's log, decoded."""
     head = open_catalog().table(name).head
-    first = head.log.first_number() or 1
+    first = head.first_number() or 1
     if start is not None and start < 1:
         raise ConfigError(f"--from must be a transaction number >= 1, not {start}")
     after = max(start or first, first) - 1
-    entries = [(record.number, head.codec.spilled_key(record.body) is not None,
-                head.codec.decode(record.number, record.body))
-               for record in islice(head.log.read(after=after), limit)]
+    entries = [(entry.number, entry.spilled_body is not None, entry.transaction())
+               for entry in islice(head.entries(after=after), limit)]
     if json_:
         emit_json([{"number": number, "spilled": spilled,
                     "transaction": txn.model_dump(mode="json", by_alias=True, exclude_none=True)}
@@ -131,8 +130,8 @@ def describe_table(table: Table) -> dict[str, Any]:
         "rows": sum(f.row_count for f in files_),
         "bytes": sum(f.size_bytes for f in files_),
         "latest_snapshot": state.latest.model_dump(mode="json") if state.latest else None,
-        "state_snapshot": table.head.state_snapshots.pointer.get(),
-        "first_transaction": table.head.log.first_number(),
+        "state_snapshot": table.head.newest_state_snapshot(),
+        "first_transaction": table.head.first_number(),
     }
 
 

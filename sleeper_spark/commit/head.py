@@ -18,17 +18,17 @@ reason, while that number is still free, a retry that fails for any reason ends 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from tenacity import RetryError
 
+from sleeper_spark.commit.entries import LogEntry, loss_record
+from sleeper_spark.commit.repeats import repeat_of
 from sleeper_spark.commit.retry import RetryCommit, commit_retrying
 from sleeper_spark.config import RetryPolicy
 from sleeper_spark.errors import (
@@ -49,7 +49,7 @@ from sleeper_spark.log import (
     TransactionLog,
     TransactionNumberTakenError,
 )
-from sleeper_spark.models import CreateTable, SetProperties, Snapshot, Transaction
+from sleeper_spark.models import CreateTable, Snapshot, Transaction
 from sleeper_spark.state import TableState, apply, fold, validate
 
 log = logging.getLogger(__name__)
@@ -210,7 +210,7 @@ class TableHead:
                             return self._done(landed, True, attempts, started)
                         if state.version >= uncertain_at:
                             uncertain_at = None  # someone else holds that number: ours never landed
-                    repeat = _idempotent_repeat(txn, state)
+                    repeat = repeat_of(txn, state)
                     if repeat is not None:
                         return CommitResult(repeat, committed=False, attempts=attempts)
                     try:
@@ -302,6 +302,43 @@ class TableHead:
         except SleeperSparkError as error:
             log.warning("table %s: automatic state snapshot failed: %s", self.name, error)
 
+    # -- the log and its state snapshots, for maintenance and tools -----------------------
+
+    def entries(self, after: int = 0, up_to: int | None = None) -> Iterator[LogEntry]:
+        """The log's entries numbered ``after + 1`` on (to ``up_to``), in order, decoded on demand."""
+        for record in self.log.read(after=after, up_to=up_to):
+            yield LogEntry(record.number, record.body, self.codec)
+
+    def first_number(self) -> int | None:
+        """The oldest transaction the log still holds (1 unless truncated); ``None`` if it holds none."""
+        return self.log.first_number()
+
+    def newest_state_snapshot(self) -> int | None:
+        """The transaction number the state-snapshot pointer names, if any."""
+        return self.state_snapshots.pointer.get()
+
+    def state_snapshot_numbers(self) -> list[int]:
+        """The transaction numbers of the state snapshots stored, oldest first."""
+        return sorted(self.state_snapshots.numbers())
+
+    def read_state_snapshot(self, number: int) -> TableState:
+        return self.state_snapshots.read(number)
+
+    def truncate_log(self, up_to: int) -> int:
+        """Deletes the entries numbered ``up_to`` and below; the caller checked a state snapshot covers them."""
+        return self.log.delete_up_to(up_to)
+
+    def exists(self) -> bool:
+        """Whether the table's creation completed: transaction 1 is stored, or a state snapshot stands for it."""
+        return self.log.read_one(1) is not None or self.state_snapshots.pointer.get() is not None
+
+    def drop(self) -> None:
+        """Deletes the log and the state-snapshot pointer (the state snapshots are files of the table)."""
+        with self._lock:
+            self.log.drop()
+            self.state_snapshots.pointer.drop()
+            self._state = self._travelled = None
+
     def create(self, txn: CreateTable) -> None:
         """Appends transaction 1; :class:`TransactionNumberTakenError` if the log has one already."""
         self.log.append(1, self.codec.encode(txn))
@@ -326,7 +363,7 @@ class TableHead:
                 raise ConfigError(f"table {self.name!r}: transaction {number} is intact; there is nothing to repair")
             self._refuse_repair_under_state_snapshot(number)
             before = self._load(at_most=number - 1)
-            loss = _loss_record(number, record.body, reason, before.snapshot_id, self._clock())
+            loss = loss_record(number, record.body, reason, before.snapshot_id, self._clock())
             try:
                 self.log.replace_damaged(number, record.body, self.codec.encode(loss))
             except TransactionNumberTakenError:
@@ -357,33 +394,3 @@ class TableHead:
     def create_state_snapshot(self) -> int:
         state = self.catch_up()
         return self.state_snapshots.write(state)
-
-
-def _loss_record(number: int, damaged: bytes, reason: str, parent_id: str | None, at: datetime) -> SetProperties:
-    """A transaction that changes nothing and records that transaction ``number`` was lost."""
-    return SetProperties(
-        snapshot_id=uuid.uuid4().hex, parent_id=parent_id, committed_at=at, operation="repair",
-        write_id=uuid.uuid4().hex,
-        metadata={"lost_transaction": str(number), "reason": reason, "damaged_bytes": str(len(damaged)),
-                  "damaged_sha256": hashlib.sha256(damaged).hexdigest()},
-    )
-
-
-def _idempotent_repeat(txn: Transaction, state: TableState) -> Snapshot | None:
-    return idempotent_repeat(state, txn.app_id, txn.app_version)
-
-
-def idempotent_repeat(state: TableState, app_id: str | None, app_version: int | None) -> Snapshot | None:
-    """For a write tagged (app_id, app_version) that was committed already: its snapshot."""
-    if app_id is None or app_version is None:
-        return None
-    if app_id not in state.app_versions or state.app_versions[app_id] < app_version:
-        return None
-    earlier = state.snapshot_for_app(app_id, app_version)
-    if earlier is not None:
-        return earlier
-    # A newer version of this app committed: this one is superseded. Report the newest.
-    for snapshot in reversed(state.history):
-        if snapshot.app_id == app_id:
-            return snapshot
-    return state.latest

@@ -56,20 +56,20 @@ def read_log_facts(table: Table, current: int, state_numbers: Sequence[int], flo
     """
     progress = progress or no_progress
     head = table.head
-    first = head.log.first_number() or current + 1
+    first = head.first_number() or current + 1
     facts = _choose_base(first, floor, state_numbers)
-    start = head.state_snapshots.read(facts.base) if facts.base is not None else None
+    start = head.read_state_snapshot(facts.base) if facts.base is not None else None
     added_later: set[str] = set()
     state = start
     total = current - first + 1
-    for done, record in enumerate(head.log.read(after=first - 1), start=1):
-        body = head.codec.spilled_key(record.body)
+    for done, entry in enumerate(head.entries(after=first - 1), start=1):
+        body = entry.spilled_body
         if body is not None:
             facts.referenced_bodies.add(body)
-        if record.number > (facts.base or 0):
-            txn = head.codec.decode(record.number, record.body)
-            if record.number <= facts.floor:
-                state = fold([(record.number, txn)], state)
+        if entry.number > (facts.base or 0):
+            txn = entry.transaction()
+            if entry.number <= facts.floor:
+                state = fold([(entry.number, txn)], state)
             else:
                 added_later.update(_added_paths(txn))
         if done % 100 == 0 or done == total:

@@ -66,28 +66,28 @@ def truncate_log(table: Table, keep_versions_after: timedelta | int = timedelta(
     _check_keep(keep_versions_after)
     head = table.head
     state = head.catch_up()
-    newest = head.state_snapshots.pointer.get()
-    first = head.log.first_number()
+    newest = head.newest_state_snapshot()
+    first = head.first_number()
     if newest is None or first is None:
         log.info("table %s: no state snapshot yet, so no transaction can be truncated", table.name)
         return TruncateReport(dry_run=dry_run, first_transaction=first)
     floor = _floor(state.history, keep_versions_after, now)
     young = retention_floor(state.history, (now or utc_now()) - timedelta(seconds=TRUNCATION_MIN_AGE_S))
     limit = min(floor, young, newest - safety_margin, state.version - 1)
-    cuts = [n for n in head.state_snapshots.numbers() if first <= n <= limit]
+    cuts = [n for n in head.state_snapshot_numbers() if first <= n <= limit]
     if not cuts:
         log.info("table %s: nothing to truncate below version %d", table.name, limit)
         return TruncateReport(dry_run=dry_run, first_transaction=first)
     up_to = max(cuts)
     # Bodies are content-addressed over a transaction with its own ids and time, so a body
     # belongs to exactly one entry: those of the cut entries can go with them.
-    bodies = [key for record in head.log.read(after=first - 1, up_to=up_to)
-              if (key := head.codec.spilled_key(record.body)) is not None]
+    bodies = [key for entry in head.entries(after=first - 1, up_to=up_to)
+              if (key := entry.spilled_body) is not None]
     deleted = up_to - first + 1
     if not dry_run:
         with maintenance_lock(table, "log truncation"):
             # Entries before bodies: an entry whose body is gone would be a corrupt log.
-            deleted = head.log.delete_up_to(up_to)
+            deleted = head.truncate_log(up_to)
             table.store.delete_many([join_key(table.root, key) for key in bodies])
     log.info("table %s: truncated the log up to transaction %d (%d entries, %d bodies)%s", table.name, up_to,
              deleted, len(bodies), " [dry run]" if dry_run else "")

@@ -80,7 +80,7 @@ def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: b
     doomed_data = [o for o in listing.data if o.key not in keep and o.last_modified < cutoff]
     doomed_bodies = [o for o in listing.bodies
                      if o.key not in facts.referenced_bodies and o.last_modified < cutoff]
-    newest = table.head.state_snapshots.pointer.get()
+    newest = table.head.newest_state_snapshot()
     doomed_states = [info for number, info in sorted(listing.state_snapshots.items())
                      if facts.base is not None and number < facts.base and number != newest
                      and info.last_modified < cutoff]

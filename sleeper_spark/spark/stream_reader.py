@@ -151,13 +151,13 @@ class SleeperStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         expected = after + 1
         try:
             # A log read stops at the first number it lacks, or skips to the first it holds.
-            for record in head.log.read(after=after, up_to=up_to):
-                if record.number != expected:
+            for entry in head.entries(after=after, up_to=up_to):
+                if entry.number != expected:
                     break
-                yield record.number, delivered_files(record.number, head.codec.decode(record.number, record.body),
-                                                     self.settings.ignore_changes, self.target.table)
+                yield entry.number, delivered_files(entry.number, entry.transaction(),
+                                                    self.settings.ignore_changes, self.target.table)
                 expected += 1
-            first = head.log.first_number() if expected <= up_to else None
+            first = head.first_number() if expected <= up_to else None
         except LogThrottledError as error:
             raise StorageError(f"table {self.target.table!r}: reading the log was throttled: {error}") from None
         if expected <= up_to:

@@ -127,7 +127,7 @@ class Catalog:
             raise TableNotFoundError(f"no table {name!r} in {self.config.warehouse}; known: {self.tables()[:20]}")
         warm = self._cached(entry)
         table = self._open(entry)
-        if not warm and table.head.log.read_one(1) is None and table.head.state_snapshots.pointer.get() is None:
+        if not warm and not table.head.exists():
             raise TableNotFoundError(
                 f"table {name!r} is registered but its creation never completed; drop_table({name!r}) and create it"
             )
@@ -143,8 +143,7 @@ class Catalog:
         self.backend.registry.unregister(name)
         with self._lock:
             self._tables.pop(name, None)
-        table.head.log.drop()
-        table.head.state_snapshots.pointer.drop()
+        table.head.drop()
         store = self.backend.store
         prefixes = [table.root + "/"] if purge else [join_key(table.root, LOG_DIR) + "/",
                                                     join_key(table.root, STATE_DIR) + "/"]

@@ -1,0 +1,42 @@
+"""What the head hands out of its log: entries, decoded on demand, and records of loss."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime
+
+from sleeper_spark.log import TransactionCodec
+from sleeper_spark.models import SetProperties, Transaction
+
+
+class LogEntry:
+    """One stored transaction: its number, where its body was spilled, and the transaction itself."""
+
+    __slots__ = ("_body", "_codec", "number")
+
+    def __init__(self, number: int, body: bytes, codec: TransactionCodec) -> None:
+        self.number = number
+        self._body = body
+        self._codec = codec
+
+    @property
+    def spilled_body(self) -> str | None:
+        """The table-relative key of the body this entry points to, if it was too big for the log."""
+        return self._codec.spilled_key(self._body)
+
+    def transaction(self) -> Transaction:
+        """The decoded transaction; :class:`CorruptLogError` naming the entry if it cannot be."""
+        return self._codec.decode(self.number, self._body)
+
+
+def loss_record(number: int, damaged: bytes, reason: str, parent_id: str | None, at: datetime) -> SetProperties:
+    """A transaction that changes nothing and records that transaction ``number`` was lost."""
+    return SetProperties(
+        snapshot_id=uuid.uuid4().hex, parent_id=parent_id, committed_at=at, operation="repair",
+        write_id=uuid.uuid4().hex,
+        metadata={"lost_transaction": str(number), "reason": reason, "damaged_bytes": str(len(damaged)),
+                  "damaged_sha256": hashlib.sha256(damaged).hexdigest()},
+    )
+
+
