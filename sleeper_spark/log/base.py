@@ -1,7 +1,7 @@
 """The transaction log contract.
 
 A log holds the numbered transactions of ONE table (its ``table_id``), as opaque bytes. Every
-backend keeps these rules, and ``tests/contract/test_log_contract.py`` checks them:
+backend keeps these rules, and ``tests/contract/log_contract.py`` checks them:
 
 * **Mutual exclusion per number.** ``append(n, body)`` succeeds for exactly one caller per
   ``n``; every other caller gets :class:`TransactionNumberTakenError`, however they race.

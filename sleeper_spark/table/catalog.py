@@ -30,7 +30,6 @@ from sleeper_spark.log.state_snapshots import STATE_DIR
 from sleeper_spark.models import CreateTable, Snapshot, TableSchema
 from sleeper_spark.storage import join_key
 from sleeper_spark.table.backends import open_backend
-from sleeper_spark.table.extensions import is_spark_dataframe, spark_bridge
 from sleeper_spark.table.names import check_table_name
 from sleeper_spark.table.table import Table
 from sleeper_spark.table.writes import check_write_args
@@ -221,4 +220,4 @@ def _check_layout(schema: TableSchema, partition_by: tuple[str, ...], event_time
     return partition_by
 
 
-__all__ = ["Catalog", "is_spark_dataframe", "spark_bridge"]
+__all__ = ["Catalog"]
