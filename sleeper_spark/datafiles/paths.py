@@ -15,7 +15,8 @@ import uuid
 from collections.abc import Mapping
 from urllib.parse import quote
 
-DATA_DIR = "data"
+from sleeper_spark.layout import DATA_DIR
+
 NULL_SEGMENT = "__HIVE_DEFAULT_PARTITION__"
 _MAX_SEGMENT_BYTES = 200
 

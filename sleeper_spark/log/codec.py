@@ -16,12 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from sleeper_spark.errors import CorruptLogError, PathExistsError
+from sleeper_spark.layout import body_key
 from sleeper_spark.models import Transaction, decode_transaction, encode_transaction
 from sleeper_spark.storage import ObjectStore, join_key
 
 SPILL_THRESHOLD = 200 * 1024
 _STABLE_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
-BODIES_DIR = "_log/bodies"
 _SPILLED = "spilled"
 
 
@@ -41,7 +41,7 @@ class TransactionCodec:
         # the same body bytes: one object, however many retries.
         stable = encode_transaction(txn.model_copy(update={"parent_id": None, "committed_at": _STABLE_TIME}))
         digest = hashlib.sha256(stable).hexdigest()
-        key = join_key(self._root, BODIES_DIR, f"{digest}.json")
+        key = body_key(self._root, digest)
         try:
             self._store.create_if_absent(key, stable)
         except PathExistsError:

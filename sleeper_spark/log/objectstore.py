@@ -10,19 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sleeper_spark.errors import PathExistsError, PreconditionFailedError, WriteOutcomeUnknownError
+from sleeper_spark.layout import log_entry_key, log_entry_number, log_prefix
 from sleeper_spark.log.base import (
     AppendOutcomeUnknownError,
     LogRecord,
     TransactionLog,
     TransactionNumberTakenError,
 )
-from sleeper_spark.storage import ConditionalWrites, ObjectStore, join_key
-
-LOG_DIR = "_log"
-
-
-def entry_key(table_root: str, number: int) -> str:
-    return join_key(table_root, LOG_DIR, f"{number:020d}.json")
+from sleeper_spark.storage import ConditionalWrites, ObjectStore
 
 
 class ObjectStoreTransactionLog(TransactionLog):
@@ -33,14 +28,14 @@ class ObjectStoreTransactionLog(TransactionLog):
 
     def append(self, number: int, body: bytes) -> None:
         try:
-            self._conditional.create_if_absent(entry_key(self._root, number), body)
+            self._conditional.create_if_absent(log_entry_key(self._root, number), body)
         except PathExistsError:
             raise TransactionNumberTakenError(f"transaction {number} exists") from None
         except WriteOutcomeUnknownError as error:
             raise AppendOutcomeUnknownError(f"transaction {number}: {error}") from error
 
     def replace_damaged(self, number: int, damaged: bytes, body: bytes) -> None:
-        key = entry_key(self._root, number)
+        key = log_entry_key(self._root, number)
         info = self._store.head(key)
         try:
             if info is None or self._store.get(key) != damaged:
@@ -54,26 +49,22 @@ class ObjectStoreTransactionLog(TransactionLog):
         number = after + 1
         while up_to is None or number <= up_to:
             try:
-                body = self._store.get(entry_key(self._root, number))
+                body = self._store.get(log_entry_key(self._root, number))
             except FileNotFoundError:
                 return
             yield LogRecord(number, body)
             number += 1
 
     def _numbers(self) -> list[int]:
-        prefix = join_key(self._root, LOG_DIR) + "/"
-        numbers = []
-        for info in self._store.list(prefix):
-            name = info.key[len(prefix):]
-            if "/" not in name and name.endswith(".json") and name[:-5].isdigit():
-                numbers.append(int(name[:-5]))
-        return numbers
+        prefix = log_prefix(self._root)
+        numbers = (log_entry_number(info.key[len(prefix):]) for info in self._store.list(prefix))
+        return [number for number in numbers if number is not None]
 
     def delete_up_to(self, number: int) -> int:
         doomed = [n for n in self._numbers() if n <= number]
         # Oldest first, so that an interrupted truncation never leaves a hole below kept entries.
         for n in sorted(doomed):
-            self._store.delete(entry_key(self._root, n))
+            self._store.delete(log_entry_key(self._root, n))
         return len(doomed)
 
     def first_number(self) -> int | None:

@@ -14,9 +14,8 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from sleeper_spark.errors import PathExistsError, TableAlreadyExistsError
-from sleeper_spark.storage import ConditionalWrites, ObjectStore, join_key
-
-CATALOG_DIR = "_catalog"
+from sleeper_spark.layout import CATALOG_DIR, registry_key
+from sleeper_spark.storage import ConditionalWrites, ObjectStore
 
 
 class TableEntry(BaseModel):
@@ -54,7 +53,7 @@ class ObjectStoreTableRegistry(TableRegistry):
         self._conditional = conditional
 
     def _key(self, name: str) -> str:
-        return join_key(CATALOG_DIR, f"{name}.json")
+        return registry_key(name)
 
     def register(self, entry: TableEntry) -> None:
         try:

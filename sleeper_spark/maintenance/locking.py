@@ -14,14 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from sleeper_spark.storage import join_key
+from sleeper_spark.layout import maintenance_lock_key
 from sleeper_spark.storage.locks import Mutex
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
 
-LOCK_DIR = "_lock"
-MAINTENANCE_LOCK = "maintenance"
 # How long to wait for another maintenance job before giving up with LockHeldError.
 WAIT_S = float(os.environ.get("SLEEPER_MAINTENANCE_LOCK_WAIT_S", "30"))
 # A crashed holder's lock counts as stale after this; a live holder finishes well within it.
@@ -29,7 +27,7 @@ LEASE_S = 6 * 3600.0
 
 
 def maintenance_lock_path(table: Table) -> str:
-    return join_key(table.root, LOCK_DIR, MAINTENANCE_LOCK)
+    return maintenance_lock_key(table.root)
 
 
 @contextmanager

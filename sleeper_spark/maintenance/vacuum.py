@@ -35,16 +35,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sleeper_spark.commit import utc_now
-from sleeper_spark.datafiles.paths import DATA_DIR
 from sleeper_spark.errors import ConfigError
-from sleeper_spark.log.codec import BODIES_DIR
-from sleeper_spark.log.state_snapshots import STATE_DIR
+from sleeper_spark.layout import Kind, intent_target, kind_of, state_snapshot_number
 from sleeper_spark.maintenance.locking import maintenance_lock
 from sleeper_spark.maintenance.progress import Progress, no_progress
 from sleeper_spark.maintenance.retention import read_log_facts, retention_floor
 from sleeper_spark.models import VacuumReport
 from sleeper_spark.storage import LocalObjectStore, ObjectInfo, ObjectStore, join_key
-from sleeper_spark.storage.put_and_verify import INTENT_MARK
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
@@ -103,27 +100,24 @@ def list_table(store: ObjectStore, table_root: str) -> TableListing:
     """One LIST of the table's folder, sorted into the kinds vacuum cares about."""
     prefix = table_root.rstrip("/") + "/"
     listing = TableListing()
-    state_prefix = STATE_DIR + "/"
     for info in store.list(prefix):
         key = info.key[len(prefix):]
         relative = ObjectInfo(key=key, size=info.size, last_modified=info.last_modified, etag=info.etag)
-        if INTENT_MARK in key:
-            if _is_vacuumed(key.split(INTENT_MARK, 1)[0], state_prefix):
+        target = intent_target(key)
+        if target is not None:
+            if kind_of(target) is not Kind.OTHER:  # only intents on objects vacuum itself deletes
                 listing.intents.append(relative)
-        elif key.startswith(DATA_DIR + "/") and key.endswith(".parquet"):
+            continue
+        kind = kind_of(key)
+        if kind is Kind.DATA:
             listing.data.append(relative)
-        elif key.startswith(BODIES_DIR + "/") and key.endswith(".json"):
+        elif kind is Kind.BODY:
             listing.bodies.append(relative)
-        elif key.startswith(state_prefix) and key.endswith(".parquet") and key[len(state_prefix):-8].isdigit():
-            listing.state_snapshots[int(key[len(state_prefix):-8])] = relative
+        elif kind is Kind.STATE_SNAPSHOT:
+            number = state_snapshot_number(key.rsplit("/", 1)[1])
+            assert number is not None
+            listing.state_snapshots[number] = relative
     return listing
-
-
-def _is_vacuumed(key: str, state_prefix: str) -> bool:
-    """Whether ``key`` is of a kind vacuum deletes: a data file, a spilled body, a state snapshot."""
-    return ((key.startswith(DATA_DIR + "/") and key.endswith(".parquet"))
-            or (key.startswith(BODIES_DIR + "/") and key.endswith(".json"))
-            or (key.startswith(state_prefix) and key.endswith(".parquet") and key[len(state_prefix):-8].isdigit()))
 
 
 def abandoned_temporaries(store: ObjectStore, table_root: str) -> list[ObjectInfo]:

@@ -18,6 +18,7 @@ from sleeper_spark.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from sleeper_spark.layout import table_metadata_prefixes
 from sleeper_spark.log import (
     CatalogBackend,
     StateSnapshotStore,
@@ -25,10 +26,7 @@ from sleeper_spark.log import (
     TransactionCodec,
     TransactionNumberTakenError,
 )
-from sleeper_spark.log.objectstore import LOG_DIR
-from sleeper_spark.log.state_snapshots import STATE_DIR
 from sleeper_spark.models import CreateTable, Snapshot, TableSchema
-from sleeper_spark.storage import join_key
 from sleeper_spark.table.backends import open_backend
 from sleeper_spark.table.names import check_table_name
 from sleeper_spark.table.table import Table
@@ -144,8 +142,7 @@ class Catalog:
             self._tables.pop(name, None)
         table.head.drop()
         store = self.backend.store
-        prefixes = [table.root + "/"] if purge else [join_key(table.root, LOG_DIR) + "/",
-                                                    join_key(table.root, STATE_DIR) + "/"]
+        prefixes = [table.root + "/"] if purge else table_metadata_prefixes(table.root)
         for prefix in prefixes:
             store.delete_many([info.key for info in store.list(prefix)])
 

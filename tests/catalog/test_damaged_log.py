@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import sleeper_spark as ss
-from sleeper_spark.log.objectstore import entry_key
+from sleeper_spark.layout import log_entry_key
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events, make_catalog
 from tests.invariants import check_log_invariants
 
@@ -17,7 +17,7 @@ KINDS = ["local", pytest.param("object_store", marks=pytest.mark.integration)]
 def _damage(catalog: ss.Catalog, number: int) -> None:
     """Cuts log entry ``number`` short, as a partial write on a store without atomic PUTs would."""
     store = catalog.backend.store
-    key = entry_key("events", number)
+    key = log_entry_key("events", number)
     store.put(key, store.get(key)[:25])
 
 

@@ -1,0 +1,110 @@
+"""Where everything of a warehouse lives: the one place that knows folder and file names.
+
+Keys are relative to the warehouse root (``table_root`` is a table's folder in it)::
+
+    _catalog/<name>.json                         the table registry of an object-store catalog
+    <table>/data/<col>=<value>/…/<uuid>.parquet  data files
+    <table>/_log/<20-digit number>.json          the transaction log of an object-store catalog
+    <table>/_log/bodies/<sha256>.json            transaction bodies too big for a log entry
+    <table>/_state/<20-digit number>.parquet     state snapshots
+    <table>/_state/latest                        the state-snapshot pointer of an object-store catalog
+    <table>/_lock/maintenance                    the maintenance lock (vacuum, log truncation)
+
+``put-and-verify`` writes intent files next to their target, ``<key>.INTENT.<id>``; the local
+store writes ``<key>.tmp-<uuid>`` while an object is written. Stored names never change once
+released: a change here is a change of format.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+CATALOG_DIR = "_catalog"
+DATA_DIR = "data"
+LOG_DIR = "_log"
+BODIES_DIR = f"{LOG_DIR}/bodies"
+STATE_DIR = "_state"
+LOCK_DIR = "_lock"
+STATE_POINTER = "latest"
+MAINTENANCE_LOCK = "maintenance"
+INTENT_MARK = ".INTENT."
+STATE_SNAPSHOT_SUFFIX = ".parquet"
+_NUMBER_DIGITS = 20
+
+
+def _join(*parts: str) -> str:
+    return "/".join(part.strip("/") for part in parts if part.strip("/"))
+
+
+def registry_key(table_name: str) -> str:
+    return _join(CATALOG_DIR, f"{table_name}.json")
+
+
+def log_prefix(table_root: str) -> str:
+    return _join(table_root, LOG_DIR) + "/"
+
+
+def log_entry_key(table_root: str, number: int) -> str:
+    return _join(table_root, LOG_DIR, f"{number:0{_NUMBER_DIGITS}d}.json")
+
+
+def log_entry_number(name: str) -> int | None:
+    """The number of a log entry from its name within the log folder, or ``None`` if it is none."""
+    stem = name.removesuffix(".json")
+    return int(stem) if stem != name and "/" not in stem and stem.isdigit() else None
+
+
+def body_key(table_root: str, digest: str) -> str:
+    return _join(table_root, BODIES_DIR, f"{digest}.json")
+
+
+def state_prefix(table_root: str) -> str:
+    return _join(table_root, STATE_DIR) + "/"
+
+
+def state_snapshot_key(table_root: str, number: int) -> str:
+    return _join(table_root, STATE_DIR, f"{number:0{_NUMBER_DIGITS}d}{STATE_SNAPSHOT_SUFFIX}")
+
+
+def state_snapshot_number(name: str) -> int | None:
+    """The number of a state snapshot from its name within the state folder, or ``None``."""
+    stem = name.removesuffix(STATE_SNAPSHOT_SUFFIX)
+    return int(stem) if stem != name and stem.isdigit() else None
+
+
+def state_pointer_key(table_root: str) -> str:
+    return _join(table_root, STATE_DIR, STATE_POINTER)
+
+
+def maintenance_lock_key(table_root: str) -> str:
+    return _join(table_root, LOCK_DIR, MAINTENANCE_LOCK)
+
+
+def table_metadata_prefixes(table_root: str) -> list[str]:
+    """The folders of a table that hold its log and state: what dropping it without purging deletes."""
+    return [log_prefix(table_root), state_prefix(table_root)]
+
+
+class Kind(Enum):
+    """What an object of a table's folder is, by its key relative to the table root."""
+
+    DATA = "data file"
+    BODY = "spilled body"
+    STATE_SNAPSHOT = "state snapshot"
+    OTHER = "other"
+
+
+def kind_of(relative_key: str) -> Kind:
+    if relative_key.startswith(DATA_DIR + "/") and relative_key.endswith(".parquet"):
+        return Kind.DATA
+    if relative_key.startswith(BODIES_DIR + "/") and relative_key.endswith(".json"):
+        return Kind.BODY
+    folder, _, name = relative_key.rpartition("/")
+    if folder == STATE_DIR and state_snapshot_number(name) is not None:
+        return Kind.STATE_SNAPSHOT
+    return Kind.OTHER
+
+
+def intent_target(relative_key: str) -> str | None:
+    """For a put-and-verify intent file, the key it guards; ``None`` for any other object."""
+    return relative_key.split(INTENT_MARK, 1)[0] if INTENT_MARK in relative_key else None
