@@ -7,15 +7,79 @@ session conf adds ``spark.sleeper.<option>`` entries. Both become one frozen
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sleeper_spark.errors import ConfigError
 
 CatalogKind = Literal["local", "aws", "object_store"]
 ConditionalWrites = Literal["native", "dynamodb-lock", "put-and-verify"]
+WarehouseKind = Literal["local", "s3"]
+
+# The one table that decides which store a warehouse URI means. Hadoop's names for S3
+# (s3a://, s3n://) are the same buckets and keys as s3://, and are stored as s3://.
+WAREHOUSE_SCHEMES: Mapping[str, WarehouseKind] = {"file": "local", "s3": "s3", "s3a": "s3", "s3n": "s3"}
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):(.*)", re.DOTALL)  # 2+ letters: "C:" is a drive
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    """A warehouse location in its canonical form: a local path, or ``s3://bucket[/prefix]``."""
+
+    kind: WarehouseKind
+    uri: str
+
+    @property
+    def bucket_and_prefix(self) -> tuple[str, str]:
+        """``("bucket", "some/prefix")`` of an S3 warehouse."""
+        if self.kind != "s3":
+            raise ConfigError(f"warehouse {self.uri!r} is not on S3; expected s3://bucket/prefix")
+        bucket, _, prefix = self.uri.removeprefix("s3://").partition("/")
+        return bucket, prefix
+
+
+def resolve_warehouse(location: str) -> Warehouse:
+    """Which store ``location`` names, by :data:`WAREHOUSE_SCHEMES`; :class:`ConfigError` if none.
+
+    Plain paths and ``file:`` URIs are local; ``s3://``, ``s3a://`` and ``s3n://`` are S3, returned
+    as ``s3://bucket/prefix``. A path such as ``data:2024`` (no slash after the colon) stays a path.
+    """
+    match = _SCHEME.fullmatch(location)
+    if match is None:
+        return Warehouse("local", location)
+    scheme, rest = match.group(1).lower(), match.group(2)
+    kind = WAREHOUSE_SCHEMES.get(scheme)
+    if kind == "s3":
+        return Warehouse("s3", _canonical_s3(location, rest))
+    if kind == "local":
+        return Warehouse("local", _file_uri_path(location))
+    if rest.startswith("/"):
+        known = ", ".join(f"{name}://" for name in WAREHOUSE_SCHEMES)
+        raise ConfigError(
+            f"warehouse {location!r}: sleeper_spark cannot open {scheme}:// locations; use a local path "
+            f"or one of {known} (s3a:// and s3n:// are read as s3://)"
+        )
+    return Warehouse("local", location)
+
+
+def _canonical_s3(location: str, rest: str) -> str:
+    bucket, _, prefix = rest.removeprefix("//").partition("/")
+    if not rest.startswith("//") or not bucket:
+        raise ConfigError(f"warehouse {location!r} names no bucket; expected s3://bucket/prefix")
+    prefix = prefix.strip("/")
+    return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+
+
+def _file_uri_path(location: str) -> str:
+    parts = urlsplit(location)
+    if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+        raise ConfigError(f"warehouse {location!r} is not a local file URI; write file:///absolute/path or a path")
+    return unquote(parts.path)
 
 
 class RetryPolicy(BaseModel):
@@ -56,11 +120,22 @@ class CatalogConfig(BaseModel):
     recheck_after_s: float = Field(default=300.0, ge=0, le=300.0)
     retry: RetryPolicy = RetryPolicy()
 
+    @field_validator("warehouse")
+    @classmethod
+    def _canonical_warehouse(cls, warehouse: str) -> str:
+        # ConfigError is not a ValueError, so pydantic lets it through unwrapped.
+        return resolve_warehouse(warehouse).uri
+
     @model_validator(mode="after")
     def _check_combination(self) -> CatalogConfig:
         if self.conditional_writes == "dynamodb-lock" and not self.lock_table:
             raise ValueError("conditional_writes='dynamodb-lock' needs lock_table (a DynamoDB table name)")
         return self
+
+    @property
+    def location(self) -> Warehouse:
+        """The warehouse and the kind of store it is on."""
+        return resolve_warehouse(self.warehouse)
 
     @property
     def s3_endpoint(self) -> str | None:

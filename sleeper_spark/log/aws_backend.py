@@ -28,7 +28,7 @@ from sleeper_spark.storage.s3 import S3ObjectStore
 
 def open_s3_store(config: CatalogConfig) -> S3ObjectStore:
     """The warehouse ``s3://bucket/prefix`` of ``config`` as an object store."""
-    if not config.warehouse.startswith(("s3://", "s3a://")):
+    if config.location.kind != "s3":
         raise ConfigError(f"warehouse {config.warehouse!r} is not on S3; expected s3://bucket/prefix")
     return S3ObjectStore(config.warehouse, config)
 

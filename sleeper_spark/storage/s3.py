@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO, NoReturn
 import pyarrow as pa
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sleeper_spark.config import CatalogConfig
+from sleeper_spark.config import CatalogConfig, resolve_warehouse
 from sleeper_spark.errors import (
     ConfigError,
     PathExistsError,
@@ -62,13 +62,8 @@ _Body = bytes | IO[bytes]
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
-    """``s3://bucket/some/prefix`` -> ``("bucket", "some/prefix")``."""
-    if not uri.startswith(("s3://", "s3a://")):
-        raise ConfigError(f"{uri!r} is not an S3 URI; expected s3://bucket/prefix")
-    bucket, _, prefix = uri.split("://", 1)[1].partition("/")
-    if not bucket:
-        raise ConfigError(f"{uri!r} names no bucket; expected s3://bucket/prefix")
-    return bucket, prefix.strip("/")
+    """``s3://bucket/some/prefix`` (or ``s3a://``, ``s3n://``) -> ``("bucket", "some/prefix")``."""
+    return resolve_warehouse(uri).bucket_and_prefix
 
 
 class S3ObjectStore(ObjectStore):

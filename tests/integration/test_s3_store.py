@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import pickle
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+import sleeper_spark as ss
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import (
     ConfigError,
@@ -70,6 +72,24 @@ def test_uri_parsing() -> None:
         parse_s3_uri("/local/path")
     with pytest.raises(ConfigError):
         parse_s3_uri("s3:///prefix")
+    assert parse_s3_uri("s3a://bucket/a/b") == parse_s3_uri("s3n://bucket/a/b/") == ("bucket", "a/b")
+    with pytest.raises(ConfigError, match="s3a://"):
+        parse_s3_uri("gs://bucket/a")
+
+
+def test_a_table_written_through_s3a_is_the_same_table_through_s3(
+    seaweedfs_s3: str, s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an object-store catalog opened with Hadoop's s3a:// spelling
+    monkeypatch.chdir(tmp_path)
+    hadoop = ss.Catalog.object_store(f"s3a://{s3_bucket}/schemes", endpoint_url=seaweedfs_s3, region="us-east-1")
+    # When a table is created and written through it
+    hadoop.create_table("events", pa.schema([("n", pa.int64())])).write(pa.table({"n": [1, 2, 3]}))
+    # Then the s3:// catalog of the same bucket sees it, and nothing was written to the local disk
+    canonical = ss.Catalog.object_store(f"s3://{s3_bucket}/schemes/", endpoint_url=seaweedfs_s3, region="us-east-1")
+    assert canonical.tables() == ["events"]
+    assert canonical.table("events").scan().column("n").to_pylist() == [1, 2, 3]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_put_get_head_delete(store: S3ObjectStore) -> None:
