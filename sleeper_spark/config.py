@@ -7,6 +7,7 @@ session conf adds ``spark.sleeper.<option>`` entries. Both become one frozen
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -99,6 +100,32 @@ class RetryPolicy(BaseModel):
     jitter: float = Field(default=1.0, ge=0, le=1)
 
 
+class StoreRetryPolicy(BaseModel):
+    """How one call to a store or log backend is tried again (:mod:`sleeper_spark.storage.retry`).
+
+    Used where a failed call may be retried: a conditional write whose answer was lost or that
+    was throttled, a batch with unprocessed items, the release of a lock, a compare-and-swap of
+    a pointer that lost a race. The delay before retry ``n`` (1, 2, ...) is
+    ``d = min(max_delay_s, base_delay_s * 2**(n - 1))``, of which a fraction ``jitter`` is random,
+    as for :class:`RetryPolicy`. A loop stops after ``max_attempts`` attempts or once
+    ``max_elapsed_s`` would pass (waits included), whichever comes first, with the caller's
+    typed error; a store that keeps failing can never hang a job.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_attempts: int = Field(default=5, ge=1)
+    base_delay_s: float = Field(default=0.05, ge=0)
+    max_delay_s: float = Field(default=2.0, ge=0)
+    jitter: float = Field(default=1.0, ge=0, le=1)
+    max_elapsed_s: float = Field(default=60.0, gt=0)
+
+    def delay_s(self, retry: int, rng: random.Random) -> float:
+        """The wait before retry ``retry`` (1 for the second attempt)."""
+        delay = min(self.max_delay_s, self.base_delay_s * 2 ** min(retry - 1, 30))
+        return float(delay * (1 - self.jitter) + rng.uniform(0, delay * self.jitter))
+
+
 class CatalogConfig(BaseModel):
     """Everything needed to open a catalog, in a form that round-trips through strings."""
 
@@ -119,6 +146,7 @@ class CatalogConfig(BaseModel):
     # reads the log, in case the log was truncated past its cached state.
     recheck_after_s: float = Field(default=300.0, ge=0, le=300.0)
     retry: RetryPolicy = RetryPolicy()
+    store_retry: StoreRetryPolicy = StoreRetryPolicy()
 
     @field_validator("warehouse")
     @classmethod
@@ -156,21 +184,22 @@ class CatalogConfig(BaseModel):
         """
         lowered = {key.lower(): value for key, value in options.items()}
         fields: dict[str, object] = {}
-        retry: dict[str, object] = {}
+        nested: dict[str, dict[str, object]] = {group: {} for group in _NESTED}
         for key, value in lowered.items():
-            if key.startswith("retry."):
-                retry[key.removeprefix("retry.")] = value
+            group, _, name = key.partition(".")
+            if group in _NESTED and name:
+                nested[group][name] = value
             elif key in _TOP_LEVEL_KEYS:
                 fields[key] = value
             elif key in WRITE_AND_READ_OPTIONS or key.startswith("metadata.") or key == "path":
                 continue
             else:
                 known = ", ".join(sorted(_TOP_LEVEL_KEYS))
-                raise ConfigError(f"unknown sleeper option {key!r}; known options: {known}")
+                raise ConfigError(f"unknown sleeper option {key!r}; known options: {known}, "
+                                  "retry.<knob> and store_retry.<knob>")
         if "warehouse" not in fields:
             raise ConfigError("the 'warehouse' option is required (a local path or s3://bucket/prefix)")
-        if retry:
-            fields["retry"] = retry
+        fields.update({group: values for group, values in nested.items() if values})
         try:
             return cls.model_validate(fields)
         except ValidationError as error:
@@ -184,13 +213,17 @@ class CatalogConfig(BaseModel):
             value = getattr(self, key)
             if value is not None and value != getattr(defaults, key):
                 options[key] = str(value)
-        for key, value in self.retry.model_dump().items():
-            if value != getattr(RetryPolicy(), key):
-                options[f"retry.{key}"] = str(value)
+        for group in _NESTED:
+            policy, default = getattr(self, group), getattr(defaults, group)
+            for key, value in policy.model_dump().items():
+                if value != getattr(default, key):
+                    options[f"{group}.{key}"] = str(value)
         return options
 
 
-_TOP_LEVEL_KEYS = frozenset(CatalogConfig.model_fields) - {"retry"}
+# Settings given as ``<group>.<knob>`` options: the commit loop's and the store calls' retries.
+_NESTED = ("retry", "store_retry")
+_TOP_LEVEL_KEYS = frozenset(CatalogConfig.model_fields) - set(_NESTED)
 
 # Options that a Spark read or write carries beside the catalog settings.
 WRITE_AND_READ_OPTIONS = frozenset(

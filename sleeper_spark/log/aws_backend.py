@@ -45,6 +45,7 @@ class AwsBackend(CatalogBackend):
             config.snapshots_table,
             namespace=store.root_uri,
             conditional_client=self._dynamodb_conditional,
+            retry=config.store_retry,
         )
         super().__init__(store, NativeConditionalWrites(store), registry)
 
@@ -58,6 +59,7 @@ class AwsBackend(CatalogBackend):
             self._config.transactions_table,
             entry.table_id,
             conditional_client=self._dynamodb_conditional,
+            retry=self._config.store_retry,
         )
 
     def state_pointer(self, entry: TableEntry) -> DynamoDBStatePointer:
@@ -66,6 +68,7 @@ class AwsBackend(CatalogBackend):
             self._config.snapshots_table,
             entry.table_id,
             conditional_client=self._dynamodb_conditional,
+            retry=self._config.store_retry,
         )
 
     def ensure_infrastructure(self) -> None:

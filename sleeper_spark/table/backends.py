@@ -22,13 +22,13 @@ def open_backend(config: CatalogConfig) -> CatalogBackend:
             raise ConfigError(f"a local catalog needs a local path, not {location.uri!r}; "
                               "use Catalog.aws or Catalog.object_store for S3")
         store = LocalObjectStore(location.uri)
-        return ObjectStoreBackend(store, NativeConditionalWrites(store))
+        return ObjectStoreBackend(store, NativeConditionalWrites(store), config.store_retry)
     if config.catalog == "aws":
         from sleeper_spark.log.aws_backend import AwsBackend  # boto3 only when asked for
 
         backend: CatalogBackend = AwsBackend(config)
         return backend
-    return ObjectStoreBackend(*_object_store_with_strategy(config))
+    return ObjectStoreBackend(*_object_store_with_strategy(config), config.store_retry)
 
 
 def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, ConditionalWrites]:

@@ -249,9 +249,10 @@ def test_create_losing_to_another_after_a_lost_answer_is_path_exists(
 
 
 def test_every_answer_lost_is_outcome_unknown_or_resolved(
-    store: S3ObjectStore, config: CatalogConfig, lose_next_answer: list[int], monkeypatch: pytest.MonkeyPatch
+    config: CatalogConfig, lose_next_answer: list[int]
 ) -> None:
-    monkeypatch.setattr(s3_module, "backoff_s", lambda attempt: 0.0)
+    waits: list[float] = []
+    store = S3ObjectStore(config.warehouse, config, sleep=waits.append)  # back-offs recorded, not slept
     lose_next_answer[0] = -1
     # Every PUT lands-or-not without an answer; the final look finds our bytes.
     store.create_if_absent("lost/3", b"mine")
@@ -294,12 +295,14 @@ def conflict_next_puts(config: CatalogConfig) -> Iterator[list[int]]:
 
 
 def test_a_409_conflict_is_retried_and_the_server_decides(
-    store: S3ObjectStore, conflict_next_puts: list[int], monkeypatch: pytest.MonkeyPatch
+    config: CatalogConfig, conflict_next_puts: list[int]
 ) -> None:
-    monkeypatch.setattr(s3_module, "backoff_s", lambda attempt: 0.0)
+    waits: list[float] = []
+    store = S3ObjectStore(config.warehouse, config, sleep=waits.append)  # back-offs recorded, not slept
     conflict_next_puts[0] = 2
     store.create_if_absent("c/1", b"mine")  # two conflicts, then the PUT lands
     assert conflict_next_puts[0] == 0 and store.get("c/1") == b"mine"
+    assert len(waits) == 2
     conflict_next_puts[0] = 1
     with pytest.raises(PathExistsError):
         store.create_if_absent("c/1", b"again")  # a conflict, then 412
