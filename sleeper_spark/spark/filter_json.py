@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -122,7 +123,7 @@ def _encode_literal(value: Any) -> list[Any]:
 
 
 def _decode_literal(tagged: Any) -> Any:
-    if not isinstance(tagged, list) or not tagged or not isinstance(tagged[0], str):
+    if not isinstance(tagged, list) or not tagged:
         raise FilterCodingError(f"not a tagged literal: {str(tagged)[:100]}")
     tag, rest = tagged[0], tagged[1:]
     if tag == "null" and not rest:
@@ -132,25 +133,20 @@ def _decode_literal(tagged: Any) -> Any:
     value = rest[0]
     if tag == "bool" and isinstance(value, bool):
         return value
-    if not isinstance(value, str):
-        raise FilterCodingError(f"a {tag} literal is written as text")
+    parse = _PARSERS.get(tag) if isinstance(tag, str) else None
+    if parse is None or not isinstance(value, str):
+        raise FilterCodingError(f"not a tagged literal: {str(tagged)[:100]}")
     try:
-        return _parse_literal(tag, value)
+        return parse(value)
     except (ValueError, ArithmeticError):
         raise FilterCodingError(f"cannot read the {tag} literal {value[:100]!r}") from None
 
 
-def _parse_literal(tag: str, text: str) -> Any:
-    if tag == "int":
-        return int(text)
-    if tag == "float":
-        return float(text)
-    if tag == "str":
-        return text
-    if tag == "decimal":
-        return decimal.Decimal(text)
-    if tag == "datetime":
-        return dt.datetime.fromisoformat(text)
-    if tag == "date":
-        return dt.date.fromisoformat(text)
-    raise FilterCodingError(f"unknown literal type {tag!r}")
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "decimal": decimal.Decimal,
+    "datetime": dt.datetime.fromisoformat,
+    "date": dt.date.fromisoformat,
+}
