@@ -30,7 +30,7 @@ from botocore import xform_name
 
 import sleeper_spark as ss
 from sleeper_spark.cli.main import app
-from sleeper_spark.config import CatalogConfig, RetryPolicy
+from sleeper_spark.config import CatalogConfig, RetryPolicy, StoreRetryPolicy
 from sleeper_spark.log.dynamodb_tables import EXPIRES_AT, SNAPSHOTS_KEYS, TRANSACTIONS_KEYS
 from sleeper_spark.storage import lock_table
 
@@ -272,7 +272,9 @@ def test_the_documented_iam_policy_allows_exactly_what_the_code_calls() -> None:
 
 def test_every_catalog_option_is_documented() -> None:
     usage = (DOCS / "usage.md").read_text()
-    options = set(CatalogConfig.model_fields) - {"retry"} | {f"retry.{key}" for key in RetryPolicy.model_fields}
+    options = (set(CatalogConfig.model_fields) - {"retry", "store_retry"}
+               | {f"retry.{key}" for key in RetryPolicy.model_fields}
+               | {f"store_retry.{key}" for key in StoreRetryPolicy.model_fields})
     missing = [option for option in sorted(options) if f"`{option}`" not in usage]
     assert not missing, f"docs/usage.md does not list the catalog options {missing}"
 

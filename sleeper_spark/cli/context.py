@@ -12,6 +12,7 @@ from typing import Annotated
 import pyarrow as pa
 import typer
 
+from sleeper_spark.config import resolve_warehouse
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.table import Catalog
 
@@ -37,8 +38,9 @@ def open_catalog(settings: Settings = SETTINGS) -> Catalog:
     if settings.catalog_options is not None:
         return Catalog.from_options(read_options_file(settings.catalog_options))
     if settings.warehouse:
-        remote = "://" in settings.warehouse and not settings.warehouse.startswith("file://")
-        return Catalog.from_options({"catalog": "object_store" if remote else "local",
+        # A path is the embedded catalog; an S3 URI (s3://, s3a://, s3n://) an object-store one.
+        local = resolve_warehouse(settings.warehouse).kind == "local"
+        return Catalog.from_options({"catalog": "local" if local else "object_store",
                                      "warehouse": settings.warehouse})
     raise ConfigError(
         f"no catalog given: pass --warehouse PATH_OR_URI or --catalog-options FILE (or set {WAREHOUSE_ENV})"

@@ -28,7 +28,7 @@ from sleeper_spark.storage.s3 import S3ObjectStore
 
 def open_s3_store(config: CatalogConfig) -> S3ObjectStore:
     """The warehouse ``s3://bucket/prefix`` of ``config`` as an object store."""
-    if not config.warehouse.startswith(("s3://", "s3a://")):
+    if config.location.kind != "s3":
         raise ConfigError(f"warehouse {config.warehouse!r} is not on S3; expected s3://bucket/prefix")
     return S3ObjectStore(config.warehouse, config)
 
@@ -45,6 +45,7 @@ class AwsBackend(CatalogBackend):
             config.snapshots_table,
             namespace=store.root_uri,
             conditional_client=self._dynamodb_conditional,
+            retry=config.store_retry,
         )
         super().__init__(store, NativeConditionalWrites(store), registry)
 
@@ -58,6 +59,7 @@ class AwsBackend(CatalogBackend):
             self._config.transactions_table,
             entry.table_id,
             conditional_client=self._dynamodb_conditional,
+            retry=self._config.store_retry,
         )
 
     def state_pointer(self, entry: TableEntry) -> DynamoDBStatePointer:
@@ -66,6 +68,7 @@ class AwsBackend(CatalogBackend):
             self._config.snapshots_table,
             entry.table_id,
             conditional_client=self._dynamodb_conditional,
+            retry=self._config.store_retry,
         )
 
     def ensure_infrastructure(self) -> None:

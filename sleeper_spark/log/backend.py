@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.log.base import TransactionLog
 from sleeper_spark.log.memory import InMemoryTransactionLog
 from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
@@ -35,8 +36,11 @@ class CatalogBackend(ABC):
 class ObjectStoreBackend(CatalogBackend):
     """Everything on the object store: the embedded default (local disk) and bare S3."""
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites) -> None:
+    def __init__(
+        self, store: ObjectStore, conditional: ConditionalWrites, retry: StoreRetryPolicy | None = None
+    ) -> None:
         super().__init__(store, conditional, ObjectStoreTableRegistry(store, conditional))
+        self._retry = retry  # of the state pointer's compare-and-swap
 
     def log(self, entry: TableEntry) -> TransactionLog:
         return ObjectStoreTransactionLog(self.store, self.conditional, entry.root)
@@ -46,7 +50,7 @@ class ObjectStoreBackend(CatalogBackend):
         self.conditional.ensure_infrastructure()
 
     def state_pointer(self, entry: TableEntry) -> StatePointer:
-        return ObjectStoreStatePointer(self.store, self.conditional, entry.root)
+        return ObjectStoreStatePointer(self.store, self.conditional, entry.root, retry=self._retry)
 
 
 class InMemoryLogBackend(ObjectStoreBackend):

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
+from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import CorruptLogError, StorageError, TableAlreadyExistsError
 from sleeper_spark.log.base import (
     AppendOutcomeUnknownError,
@@ -45,15 +46,8 @@ from sleeper_spark.log.base import (
 from sleeper_spark.log.dynamodb_tables import NUMBER, TABLE_ID, ensure_tables
 from sleeper_spark.log.registry import TableEntry, TableRegistry
 from sleeper_spark.log.state_snapshots import StatePointer
-from sleeper_spark.storage.aws import (
-    CONDITIONAL_ATTEMPTS,
-    ConditionalRetries,
-    FailureKind,
-    backoff_s,
-    describe,
-    error_code,
-    failure_kind,
-)
+from sleeper_spark.storage.aws import describe, error_code, failure_kind
+from sleeper_spark.storage.retry import FailureKind, StoreRetries
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -68,17 +62,31 @@ __all__ = ["DynamoDBStatePointer", "DynamoDBTableRegistry", "DynamoDBTransaction
 
 
 class _DynamoDBTable:
-    """The DynamoDB table that holds a class's items, and the clients that reach it."""
+    """The DynamoDB table that holds a class's items, the clients that reach it, and how calls are retried."""
 
-    def __init__(self, client: DynamoDBClient, table: str, conditional_client: DynamoDBClient | None) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: str,
+        conditional_client: DynamoDBClient | None,
+        retry: StoreRetryPolicy | None,
+        sleep: Callable[[float], None],
+    ) -> None:
         self._client = client
         self._conditional_client = conditional_client or client
         self._table = table
+        self._retry = retry or StoreRetryPolicy()
+        self._sleep = sleep  # injectable so that tests record the waits between attempts
 
     def _pages(
         self, call: Callable[..., Any], request: dict[str, Any], what: str, *, first_only: bool = False
     ) -> Iterator[_Item]:
-        """The items a query or scan finds, one page per request, fetched lazily."""
+        """The items a query or scan finds, one page per request, fetched lazily.
+
+        Each page starts where the last ended; a server that names one start key twice would
+        send us round in circles, so that is a :class:`StorageError`.
+        """
+        seen: set[str] = set()
         while True:
             with _mapped(what):
                 page = call(**request)
@@ -86,6 +94,11 @@ class _DynamoDBTable:
             start = page.get("LastEvaluatedKey")
             if not start or first_only:
                 return
+            fingerprint = repr(sorted(start.items()))
+            if fingerprint in seen:
+                raise StorageError(f"{what}: DynamoDB returned the page key {fingerprint} twice; the server "
+                                   "is misbehaving, try again later")
+            seen.add(fingerprint)
             request["ExclusiveStartKey"] = start
 
     def _put(
@@ -113,20 +126,21 @@ class _DynamoDBTable:
             request["ExpressionAttributeNames"] = names
         if values:
             request["ExpressionAttributeValues"] = values
-        retries = ConditionalRetries(backoff_s)
-        for _ in retries:
-            try:
-                self._conditional_client.put_item(**request)
-                return True
-            except (ClientError, BotoCoreError) as error:
-                if isinstance(error, ClientError):
-                    # A client with automatic retries may have sent this request more than once.
-                    hidden = int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
-                    retries.maybe_applied = retries.maybe_applied or hidden > 0
-                    if error_code(error) == "ConditionalCheckFailedException":
-                        stored: _Item = cast(Any, error.response).get("Item") or {}
-                        return retries.maybe_applied and is_ours(stored)
-                if not retries.failed(error):
+        retries = StoreRetries(self._retry, what, sleep=self._sleep)
+        for attempt in retries:
+            with attempt:
+                try:
+                    self._conditional_client.put_item(**request)
+                    return True
+                except (ClientError, BotoCoreError) as error:
+                    if isinstance(error, ClientError):
+                        # A client with automatic retries may have sent this request more than once.
+                        hidden = int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
+                        retries.maybe_applied = retries.maybe_applied or hidden > 0
+                        if error_code(error) == "ConditionalCheckFailedException":
+                            stored: _Item = cast(Any, error.response).get("Item") or {}
+                            return retries.maybe_applied and is_ours(stored)
+                    retries.failed(error, failure_kind(error))
                     _raise_unretryable(what, error)
         raise _Unanswered(retries)
 
@@ -148,8 +162,10 @@ class DynamoDBTransactionLog(_DynamoDBTable, TransactionLog):
         *,
         conditional_client: DynamoDBClient | None = None,
         page_size: int | None = None,
+        retry: StoreRetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        super().__init__(client, table, conditional_client)
+        super().__init__(client, table, conditional_client, retry, sleep)
         self._table_id = table_id
         self._page_size = page_size
 
@@ -244,14 +260,18 @@ class DynamoDBTransactionLog(_DynamoDBTable, TransactionLog):
 
     def _delete_batch(self, keys: list[dict[str, Any]]) -> int:
         pending: list[Any] = [{"DeleteRequest": {"Key": key}} for key in keys]
-        for attempt in range(1, CONDITIONAL_ATTEMPTS * 2 + 1):
-            with _mapped(self._what("batch delete")):
-                response = self._client.batch_write_item(RequestItems={self._table: pending})
-            pending = list(response.get("UnprocessedItems", {}).get(self._table, []))
-            if not pending:
-                return len(keys)
-            time.sleep(backoff_s(attempt))  # unprocessed items mean throttling: slow down
-        raise LogThrottledError(f"{self._what('batch delete')}: {len(pending)} items stayed unprocessed")
+        what = self._what("batch delete")
+        retries = StoreRetries(self._retry, what, sleep=self._sleep)
+        for attempt in retries:
+            with attempt:
+                with _mapped(what):
+                    response = self._client.batch_write_item(RequestItems={self._table: pending})
+                pending = list(response.get("UnprocessedItems", {}).get(self._table, []))
+                if not pending:
+                    return len(keys)
+                # Unprocessed items mean throttling: slow down, then send only those again.
+                retries.failed(StorageError(f"{len(pending)} items unprocessed"), FailureKind.THROTTLED)
+        raise LogThrottledError(f"{what}: {len(pending)} items stayed unprocessed ({retries.describe()})")
 
 
 class DynamoDBStatePointer(_DynamoDBTable, StatePointer):
@@ -264,8 +284,10 @@ class DynamoDBStatePointer(_DynamoDBTable, StatePointer):
         table_id: str,
         *,
         conditional_client: DynamoDBClient | None = None,
+        retry: StoreRetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        super().__init__(client, table, conditional_client)
+        super().__init__(client, table, conditional_client, retry, sleep)
         self._table_id = table_id
 
     def _what(self, action: str) -> str:
@@ -314,8 +336,10 @@ class DynamoDBTableRegistry(_DynamoDBTable, TableRegistry):
         namespace: str = "",
         *,
         conditional_client: DynamoDBClient | None = None,
+        retry: StoreRetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        super().__init__(client, table, conditional_client)
+        super().__init__(client, table, conditional_client, retry, sleep)
         self._namespace = namespace
 
     def _key(self, name: str) -> str:
@@ -380,8 +404,8 @@ class DynamoDBTableRegistry(_DynamoDBTable, TableRegistry):
 class _Unanswered(Exception):
     """Every attempt of a conditional put failed without an answer to its condition."""
 
-    def __init__(self, retries: ConditionalRetries) -> None:
-        super().__init__(f"no answer after {CONDITIONAL_ATTEMPTS} attempts: {describe(retries.last)}")
+    def __init__(self, retries: StoreRetries) -> None:
+        super().__init__(f"no answer after {retries.attempts} attempts: {describe(retries.last)}")
         self.maybe_applied = retries.maybe_applied
         self.throttled = retries.throttled
 

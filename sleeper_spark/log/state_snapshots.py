@@ -8,12 +8,16 @@ snapshot can never hide a newer one. A reader loads the pointed-to state and the
 from __future__ import annotations
 
 import logging
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
-from sleeper_spark.errors import CorruptLogError, PathExistsError, PreconditionFailedError
+from sleeper_spark.config import StoreRetryPolicy
+from sleeper_spark.errors import CorruptLogError, PathExistsError, PreconditionFailedError, StorageError
 from sleeper_spark.log.state_codec import decode_state, encode_state
 from sleeper_spark.state import TableState
 from sleeper_spark.storage import ConditionalWrites, ObjectStore, join_key
+from sleeper_spark.storage.retry import FailureKind, StoreRetries
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +41,20 @@ class StatePointer(ABC):
 
 
 class ObjectStoreStatePointer(StatePointer):
-    """``<table>/_state/latest`` holding the number, moved with replace-if-match."""
+    """``<table>/_state/latest`` holding the number, moved with replace-if-match.
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites, table_root: str) -> None:
+    Moving it is a compare-and-swap that a racing writer can make fail; it is tried again under
+    the store retry policy (``retry``, waiting with ``sleep``), and a pointer that keeps moving
+    under us past its bounds is a :class:`StorageError` rather than a loop without end.
+    """
+
+    def __init__(self, store: ObjectStore, conditional: ConditionalWrites, table_root: str, *,
+                 retry: StoreRetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self._store = store
         self._conditional = conditional
         self._key = join_key(table_root, STATE_DIR, "latest")
+        self._retry = retry or StoreRetryPolicy()
+        self._sleep = sleep
 
     def get(self) -> int | None:
         try:
@@ -52,22 +64,28 @@ class ObjectStoreStatePointer(StatePointer):
 
     def advance(self, number: int) -> bool:
         body = str(number).encode()
-        while True:
-            current = self._store.head(self._key)
-            if current is None:
+        what = f"moving the state pointer {self._store.uri(self._key)} to {number}"
+        retries = StoreRetries(self._retry, what, sleep=self._sleep)
+        for attempt in retries:
+            with attempt:
                 try:
-                    self._conditional.create_if_absent(self._key, body)
-                    return True
-                except PathExistsError:
-                    continue
-            stored = int(self._store.get(self._key))
-            if stored >= number:
-                return False
-            try:
-                self._conditional.replace_if_match(self._key, body, current.etag)
-                return True
-            except PreconditionFailedError:
-                continue  # another writer moved it; look again
+                    return self._try_advance(number, body)
+                except (PathExistsError, PreconditionFailedError) as error:
+                    retries.failed(error, FailureKind.NOT_APPLIED)  # another writer moved it; look again
+        raise StorageError(f"{what}: other writers kept moving it ({retries.describe()}); the state snapshot is "
+                           "written and the next one moves the pointer, or retry create_state_snapshot()")
+
+    def _try_advance(self, number: int, body: bytes) -> bool:
+        """One compare-and-swap; :class:`PathExistsError` / :class:`PreconditionFailedError` if it lost."""
+        current = self._store.head(self._key)
+        if current is None:
+            self._conditional.create_if_absent(self._key, body)
+            return True
+        stored = int(self._store.get(self._key))
+        if stored >= number:
+            return False
+        self._conditional.replace_if_match(self._key, body, current.etag)
+        return True
 
     def drop(self) -> None:
         self._store.delete(self._key)

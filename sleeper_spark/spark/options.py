@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.table import Catalog
 
@@ -82,18 +83,21 @@ def catalog_options(options: Mapping[str, str]) -> dict[str, str]:
             if key not in SOURCE_KEYS and not key.startswith(METADATA_PREFIX)}
 
 
-_catalogs: dict[tuple[tuple[str, str], ...], Catalog] = {}
+_catalogs: dict[CatalogConfig, Catalog] = {}
 _catalogs_lock = threading.Lock()
 
 
 def open_catalog(options: Mapping[str, str]) -> Catalog:
-    """The catalog these options name, opened once per process."""
-    settings = catalog_options(options)
-    key = tuple(sorted(settings.items()))
+    """The catalog these options name, opened once per process.
+
+    Keyed by the parsed config, whose warehouse is canonical: ``s3a://b/w`` and ``s3://b/w/``
+    are one warehouse, and so one catalog with one cached state per table.
+    """
+    config = CatalogConfig.from_options(catalog_options(options))
     with _catalogs_lock:
-        catalog = _catalogs.get(key)
+        catalog = _catalogs.get(config)
         if catalog is None:
-            catalog = _catalogs[key] = Catalog.from_options(settings)
+            catalog = _catalogs[config] = Catalog(config)
         return catalog
 
 

@@ -21,23 +21,33 @@ it prunes files only when both hazards are ruled out:
   whichever plan runs keeps the files of all of them. Each pushdown runs in a fresh Python
   worker, so the scans of a relation are recorded in a small file on the driver's host.
 
+A record is plain JSON (:mod:`sleeper_spark.spark.filter_json`), never a pickle: reading it back
+runs no code. Its folder, ``<temp>/sleeper-spark-scans-<uid>``, must be a real folder owned by
+the current user and closed to everyone else; a folder someone else made first (or opened up) is
+refused with a warning, and the scans then read every file rather than trust what it holds.
+
 A relation loaded with ``spark.read.format("sleeper")`` is not guarded and reads every file.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import pickle
+import stat
 import tempfile
 import time
 from pathlib import Path
 
 from pyspark.sql.datasource import EqualTo, Filter
 
+from sleeper_spark.spark.filter_json import FilterCodingError, dumps_scans, loads_scans
 from sleeper_spark.spark.options import GUARD_COLUMN
+
+_log = logging.getLogger(__name__)
 
 _STALE_AFTER_S = 24 * 3600
 _PRUNE_EVERY = 256  # relations recorded between two clean-ups of old records
+_warned: set[Path] = set()
 
 try:
     import fcntl
@@ -57,25 +67,56 @@ def record_scan(relation: str, filters: list[Filter]) -> list[list[Filter]] | No
     """
     if fcntl is None:
         return None
-    folder = Path(tempfile.gettempdir()) / f"sleeper-spark-scans-{os.getuid()}"
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
+        folder = records_folder()
+        if folder is None:
+            return None
         path = folder / relation
         fresh = not path.exists()
-        with open(path, "a+b") as record:
+        # O_NOFOLLOW: a record is a plain file of ours, never a link to somewhere else.
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(descriptor, "r+b") as record:
             fcntl.flock(record, fcntl.LOCK_EX)
-            record.seek(0)
             data = record.read()
-            scans: list[list[Filter]] = pickle.loads(data) if data else []
+            scans = loads_scans(data) if data else []
             scans.append(filters)
             record.seek(0)
             record.truncate()
-            record.write(pickle.dumps(scans))
+            record.write(dumps_scans(scans))
         if fresh and int(relation[:8], 16) % _PRUNE_EVERY == 0:
             _forget_old(folder)
         return scans
-    except (OSError, pickle.PickleError, EOFError):
+    except (OSError, FilterCodingError):
         return None
+
+
+def records_folder() -> Path | None:
+    """This user's folder of scan records, or ``None`` if it exists and is not safe to use."""
+    folder = Path(tempfile.gettempdir()) / f"sleeper-spark-scans-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass  # checked below: it may have been made by someone else
+    problem = _unsafe(folder)
+    if problem is None:
+        return folder
+    if folder not in _warned:
+        _warned.add(folder)
+        _log.warning("not using %s for Spark scan records: it %s. Scans of guarded DataFrames read every file "
+                     "until it is removed (rm -r %s as its owner, or root).", folder, problem, folder)
+    return None
+
+
+def _unsafe(folder: Path) -> str | None:
+    """Why ``folder`` may hold records someone else wrote, or ``None`` if it cannot."""
+    info = folder.lstat()  # lstat: a link is refused, not followed
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a folder"
+    if info.st_uid != os.getuid():
+        return f"belongs to user id {info.st_uid}, not to {os.getuid()}"
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        return f"can be opened by other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
 
 
 def _forget_old(folder: Path) -> None:

@@ -16,18 +16,15 @@ Two retry modes. ``retries=True`` is botocore's ``standard`` mode, right for rea
 writes that may be repeated blindly. A conditional write must not be retried blindly: if the
 first attempt landed but its answer was lost, the retry is refused by the condition and the
 writer would wrongly conclude that someone else won. Those writes use ``retries=False`` and
-run their own loop, kept by :class:`ConditionalRetries`, with :func:`failure_kind`, which tells
-whether a failed attempt may still have taken effect.
+run their own loop (:class:`~sleeper_spark.storage.retry.StoreRetries`, under the catalog's
+``store_retry`` policy), with :func:`failure_kind`, which tells whether a failed attempt may
+still have taken effect.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import threading
-import time
-from collections.abc import Callable, Iterator
-from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import boto3
@@ -44,6 +41,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from sleeper_spark.config import CatalogConfig
+from sleeper_spark.storage.retry import FailureKind
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -55,10 +53,6 @@ DEFAULT_REGION = "us-east-1"
 CONNECT_TIMEOUT_S = 10
 READ_TIMEOUT_S = 30
 MAX_POOL_CONNECTIONS = 32
-# Attempts of a conditional write's own retry loop, and its backoff (full jitter).
-CONDITIONAL_ATTEMPTS = 5
-BACKOFF_BASE_S = 0.05
-BACKOFF_MAX_S = 2.0
 
 THROTTLING_CODES = frozenset(
     {
@@ -144,14 +138,6 @@ def clear_client_cache() -> None:
 # -- classifying failures ----------------------------------------------------------------
 
 
-class FailureKind(Enum):
-    """What a failed attempt means for a retry."""
-
-    NOT_APPLIED = "not-applied"  # rejected before it took effect: retrying is safe
-    MAYBE_APPLIED = "maybe-applied"  # it may have taken effect, or may still do so
-    THROTTLED = "throttled"  # the service asked us to slow down; it did not take effect
-
-
 def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
@@ -193,46 +179,3 @@ def describe(error: Exception) -> str:
         return f"{error_code(error) or http_status(error)}: {error_message(error)}"
     # botocore's own messages name the endpoint or the missing setting, never secrets.
     return f"{type(error).__name__}: {error}"
-
-
-def backoff_s(attempt: int, rng: random.Random | None = None) -> float:
-    """Full-jitter exponential backoff before retry ``attempt`` (1, 2, ...)."""
-    ceiling = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** min(attempt - 1, 20))
-    return (rng or random).uniform(0, ceiling)
-
-
-class ConditionalRetries:
-    """The bookkeeping of a conditional write's own retry loop.
-
-    Iterating yields the attempts (at most :data:`CONDITIONAL_ATTEMPTS`), sleeping
-    ``backoff(n)`` seconds (the caller's :func:`backoff_s`) before retry ``n``; :meth:`failed`
-    records an attempt that got no answer.
-    """
-
-    def __init__(self, backoff: Callable[[int], float]) -> None:
-        self._backoff = backoff
-        self.maybe_applied = False  # some attempt may have taken effect, or may still do so
-        self.throttled = False  # the last failure was throttling
-        self._last: Exception | None = None
-
-    @property
-    def last(self) -> Exception:
-        """The last failure :meth:`failed` recorded; after a loop that ran out, there is one."""
-        assert self._last is not None
-        return self._last
-
-    def __iter__(self) -> Iterator[int]:
-        for attempt in range(1, CONDITIONAL_ATTEMPTS + 1):
-            if attempt > 1:
-                time.sleep(self._backoff(attempt - 1))
-            yield attempt
-
-    def failed(self, error: Exception) -> bool:
-        """Records a failed attempt; ``False`` for a failure no retry will fix."""
-        kind = failure_kind(error)
-        if kind is None:
-            return False
-        self.maybe_applied = self.maybe_applied or kind is FailureKind.MAYBE_APPLIED
-        self.throttled = kind is FailureKind.THROTTLED
-        self._last = error
-        return True

@@ -48,6 +48,7 @@ DeleteItem on DynamoDB.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import secrets
 import socket
@@ -58,9 +59,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sleeper_spark.config import CatalogConfig
+from sleeper_spark.config import CatalogConfig, StoreRetryPolicy
 from sleeper_spark.errors import (
     ConfigError,
+    LockHeldError,
     PathExistsError,
     PreconditionFailedError,
     StorageError,
@@ -111,7 +113,9 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
     The DynamoDB client comes from :func:`~sleeper_spark.storage.aws.make_client` for
     ``config`` on each call, so that the object can be pickled into Spark executors; tests may
     pass a ``client`` instead. ``clock`` (monotonic seconds), ``sleep`` and ``wall_clock``
-    (epoch seconds, for ``ttl`` only) are injectable so that tests need not wait.
+    (epoch seconds, for ``ttl`` only) are injectable so that tests need not wait. ``retry``
+    (default: ``config.store_retry``) bounds the rounds of taking the lock and, with one wait
+    for a stale lease, the time a write may take; past them: :class:`LockHeldError`.
     """
 
     def __init__(
@@ -128,6 +132,7 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         wall_clock: Callable[[], float] = time.time,
+        retry: StoreRetryPolicy | None = None,
     ) -> None:
         if config is None and client is None:
             raise ConfigError("DynamoDBLockConditionalWrites needs a config or a DynamoDB client")
@@ -144,6 +149,8 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
         self._clock = clock
         self._sleep = sleep
         self._wall_clock = wall_clock
+        # Bounds the rounds of taking the lock and the time spent (see _write).
+        self._retry = retry or (config.store_retry if config is not None else StoreRetryPolicy())
 
     @property
     def table(self) -> str:
@@ -167,16 +174,25 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
         sort_key = CREATE if etag is None else etag
         token = secrets.token_hex(16)
         seen: _Lease | None = None
-        while True:
+        # Each round takes the lock or waits out its holder. Holders that keep dying (or a table
+        # that misbehaves) must not keep us here for ever: the rounds are bounded by the store
+        # retry policy, and the time by its budget plus one wait for a stale lease.
+        deadline = self._clock() + self._retry.max_elapsed_s + self.timeout_s * self.max_clock_skew_rate
+        for _ in range(self._retry.max_attempts):
             lease = self._try_lock(path, sort_key, token, seen)
             if lease is None:  # the record we meant to take over is gone: start afresh
                 seen = None
                 self._check(key, etag)
                 continue
             if lease.owner != token:
-                seen = self._wait(key, etag, lease)
+                seen = self._wait(key, etag, lease, deadline)
                 continue
             return self._write_locked(key, data, etag, path, sort_key, lease)
+        raise LockHeldError(
+            f"{self._store.uri(key)}: the DynamoDB lock {path} changed hands {self._retry.max_attempts} times "
+            f"without becoming ours (last seen: {seen.owner if seen else 'none'}); try again later, or raise "
+            "store_retry.max_attempts"
+        )
 
     def _write_locked(self, key: str, data: bytes, etag: str | None, path: str, sort_key: str, lease: _Lease) -> str:
         try:
@@ -215,10 +231,14 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
         elif normal_etag(info.etag) != etag:
             raise PreconditionFailedError(f"{self._store.uri(key)} changed since it was read")
 
-    def _wait(self, key: str, etag: str | None, lease: _Lease) -> _Lease:
-        """Polls until the condition fails (raised) or ``lease`` has gone stale (returned)."""
+    def _wait(self, key: str, etag: str | None, lease: _Lease, deadline: float) -> _Lease:
+        """Polls until the condition fails (raised) or ``lease`` has gone stale (returned).
+
+        :class:`LockHeldError` at ``deadline``, or after as many polls as fit before it.
+        """
         stale_after = lease.timeout_s * self.max_clock_skew_rate
-        while True:
+        polls = math.ceil(max(0.0, deadline - self._clock()) / max(self.test_interval_s, 1e-3)) + 1
+        for _ in range(polls):
             self._sleep(self.test_interval_s)
             self._check(key, etag)
             if self._clock() - lease.since > stale_after:
@@ -226,6 +246,12 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
                     "taking over the lock of %s from %s after %.1fs", self._store.uri(key), lease.owner, stale_after
                 )
                 return lease
+            if self._clock() >= deadline:
+                break
+        raise LockHeldError(
+            f"{self._store.uri(key)}: the DynamoDB lock is still held by {lease.owner} (generation "
+            f"{lease.generation}) and the condition still holds; try again later"
+        )
 
     def _try_lock(self, path: str, sort_key: str, token: str, seen: _Lease | None) -> _Lease | None:
         """Our lease, the lease of whoever holds the record, or ``None`` if ``seen`` vanished."""

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
+from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import LockHeldError
 from sleeper_spark.storage.base import ObjectInfo, ObjectStore
 from sleeper_spark.storage.put_and_verify import (
@@ -51,6 +52,7 @@ from sleeper_spark.storage.put_and_verify import (
     run_steps,
     utc_now,
 )
+from sleeper_spark.storage.retry import FailureKind, StoreRetries
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +64,8 @@ DEFAULT_LEASE_S = 3600.0
 DEFAULT_POLL_S = 0.5
 # The lock loop polls by itself, so each transaction gives up early under contention.
 LOCK_SETTINGS = PutAndVerifySettings(max_attempts=4)
-# Releasing retries a failing store this many times, waiting 0.2 s, 0.4 s, ... in between.
-RELEASE_ATTEMPTS = 4
-RELEASE_BACKOFF_S = 0.2
+# Releasing retries a failing store 4 times, waiting 0.2 s, 0.4 s, 0.8 s in between.
+RELEASE_RETRY = StoreRetryPolicy(max_attempts=4, base_delay_s=0.2, max_delay_s=0.8, jitter=0.0, max_elapsed_s=30.0)
 
 _FAMILY = re.compile(r"^(\.WRIT|\.READ\.[0-9a-f]+)?(\.INTENT\.[0-9a-f]+)?$")
 
@@ -188,19 +189,20 @@ class HeldLock:
         if not self._held:
             return
         self._held = False
-        for attempt in range(1, RELEASE_ATTEMPTS + 1):
-            try:
-                if self._still_ours():
-                    self._store.delete(self.info.key)
-                else:
-                    log.warning("%s was broken while held; not removing it", self.info.describe())
-                return
-            except Exception as error:
-                if attempt == RELEASE_ATTEMPTS:
-                    log.error("could not release %s: %s; it stays until it is broken (`sleeper-spark lock "
-                              "break`, or break_lock) or its lease ends", self.info.describe(), error)
+        retries = StoreRetries(RELEASE_RETRY, f"releasing {self.info.key}", sleep=self._sleep)
+        for attempt in retries:
+            with attempt:
+                try:
+                    if self._still_ours():
+                        self._store.delete(self.info.key)
+                    else:
+                        log.warning("%s was broken while held; not removing it", self.info.describe())
                     return
-                self._sleep(RELEASE_BACKOFF_S * 2 ** (attempt - 1))
+                except Exception as error:
+                    # A delete that may have landed is harmless to repeat.
+                    retries.failed(error, FailureKind.NOT_APPLIED)
+        log.error("could not release %s: %s; it stays until it is broken (`sleeper-spark lock "
+                  "break`, or break_lock) or its lease ends", self.info.describe(), retries.last)
 
     def _still_ours(self) -> bool:
         try:

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
+from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import (
     LockHeldError,
     PathExistsError,
@@ -192,15 +193,21 @@ def own_target_intents(listing: Listing) -> list[ObjectInfo]:
 
 @dataclass(frozen=True)
 class PutAndVerifySettings:
-    """Attempts and full-jitter backoff of one transaction, and when an intent counts as stale."""
+    """Attempts, time and backoff of one transaction (as :class:`StoreRetryPolicy`'s), and when an intent is stale."""
 
     max_attempts: int = 12
     base_delay_s: float = 0.02
     max_delay_s: float = 1.0
     stale_after_s: float = 600.0
+    max_elapsed_s: float = 60.0
+
+    @property
+    def retry_policy(self) -> StoreRetryPolicy:
+        return StoreRetryPolicy(max_attempts=self.max_attempts, base_delay_s=self.base_delay_s,
+                                max_delay_s=self.max_delay_s, jitter=1.0, max_elapsed_s=self.max_elapsed_s)
 
     def delay(self, attempt: int, rng: random.Random) -> float:
-        return rng.uniform(0, min(self.max_delay_s, self.base_delay_s * 2 ** min(attempt - 1, 30)))
+        return self.retry_policy.delay_s(attempt, rng)
 
 
 @dataclass(frozen=True)
@@ -232,19 +239,25 @@ def exclusive_write(
     rng = rng or random.Random()
     scope = txn.scope if txn.scope is not None else txn.target
     blockers: list[ObjectInfo] = []
+    started = now()
     # One look more than attempts: after the last attempt, a definitive answer if there is one.
     for attempt in range(1, settings.max_attempts + 2):
         if attempt > 1:
-            yield SleepOp(settings.delay(attempt - 1, rng))
+            delay = settings.delay(attempt - 1, rng)
+            out_of_time = (now() - started).total_seconds() + delay > settings.max_elapsed_s
+            if not out_of_time:
+                yield SleepOp(delay)
+            final = out_of_time or attempt > settings.max_attempts
             # Look before writing again: adding an intent to a crowd only prolongs the crowd.
             listing = Listing(txn.target, None, tuple((yield ListOp(scope))))
             txn.verify(listing)
             blockers = txn.conflicts(listing)
             if blockers:
                 _fail_if_stale(txn.target, blockers, listing.reference_time(now()), settings)
-                continue
-            if attempt > settings.max_attempts:
+            if final:
                 break
+            if blockers:
+                continue
         intent = intent_key(txn.target, new_id())
         yield PutOp(intent, _intent_body(txn.target, now()))
         try:
@@ -284,7 +297,8 @@ def exclusive_write(
             log.warning("wrote %s but could not remove its intent %s: %s", txn.target, intent, error)
         return etag
     raise LockHeldError(
-        f"{txn.target}: other writers kept intent files through {settings.max_attempts} attempts "
+        f"{txn.target}: other writers kept intent files through {settings.max_attempts} attempts or "
+        f"{settings.max_elapsed_s:g}s "
         f"({_describe(blockers, None)}); try again later"
     )
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, NoReturn
@@ -32,7 +33,7 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO, NoReturn
 import pyarrow as pa
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sleeper_spark.config import CatalogConfig
+from sleeper_spark.config import CatalogConfig, resolve_warehouse
 from sleeper_spark.errors import (
     ConfigError,
     PathExistsError,
@@ -40,16 +41,9 @@ from sleeper_spark.errors import (
     StorageError,
     WriteOutcomeUnknownError,
 )
-from sleeper_spark.storage.aws import (
-    CONDITIONAL_ATTEMPTS,
-    ConditionalRetries,
-    backoff_s,
-    describe,
-    error_code,
-    http_status,
-    make_client,
-)
+from sleeper_spark.storage.aws import describe, error_code, failure_kind, http_status, make_client
 from sleeper_spark.storage.base import SPOOL_IN_MEMORY_BYTES, NewObject, ObjectInfo, ObjectStore, SpooledNewObject
+from sleeper_spark.storage.retry import StoreRetries
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -62,19 +56,17 @@ _Body = bytes | IO[bytes]
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
-    """``s3://bucket/some/prefix`` -> ``("bucket", "some/prefix")``."""
-    if not uri.startswith(("s3://", "s3a://")):
-        raise ConfigError(f"{uri!r} is not an S3 URI; expected s3://bucket/prefix")
-    bucket, _, prefix = uri.split("://", 1)[1].partition("/")
-    if not bucket:
-        raise ConfigError(f"{uri!r} names no bucket; expected s3://bucket/prefix")
-    return bucket, prefix.strip("/")
+    """``s3://bucket/some/prefix`` (or ``s3a://``, ``s3n://``) -> ``("bucket", "some/prefix")``."""
+    return resolve_warehouse(uri).bucket_and_prefix
 
 
 class S3ObjectStore(ObjectStore):
-    def __init__(self, uri: str, config: CatalogConfig) -> None:
+    """``sleep`` waits between the attempts of a conditional PUT (injectable for tests)."""
+
+    def __init__(self, uri: str, config: CatalogConfig, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self._bucket, self._prefix = parse_s3_uri(uri)
         self._config = config
+        self._sleep = sleep
 
     @property
     def root_uri(self) -> str:
@@ -222,36 +214,36 @@ class S3ObjectStore(ObjectStore):
     def _conditional_put(self, key: str, body: Callable[[], _Body], etag: str | None) -> str:
         """One conditional PUT, retried by hand (see the module doc); returns the new etag."""
         client = self._client(retries=False)
-        retries = ConditionalRetries(backoff_s)
-        for _ in retries:
-            try:
-                full, data = self._full(key), _rewound(body())
-                if etag is None:
-                    response = client.put_object(Bucket=self._bucket, Key=full, Body=data, IfNoneMatch="*")
-                else:
-                    response = client.put_object(Bucket=self._bucket, Key=full, Body=data, IfMatch=etag)
-                return response["ETag"]
-            except (ClientError, BotoCoreError) as error:
-                if isinstance(error, ClientError) and _condition_failed(error, etag):
-                    # After an attempt that may have landed, the object we lost to may be ours.
-                    ours = self._holds(key, body) if retries.maybe_applied else None
-                    if ours is not None:
-                        return ours
-                    self._lost(key, etag)
-                if not retries.failed(error):
+        retries = StoreRetries(self._config.store_retry, f"S3 conditional PUT of {self.uri(key)}", sleep=self._sleep)
+        for attempt in retries:
+            with attempt:
+                try:
+                    full, data = self._full(key), _rewound(body())
+                    if etag is None:
+                        response = client.put_object(Bucket=self._bucket, Key=full, Body=data, IfNoneMatch="*")
+                    else:
+                        response = client.put_object(Bucket=self._bucket, Key=full, Body=data, IfMatch=etag)
+                    return response["ETag"]
+                except (ClientError, BotoCoreError) as error:
+                    if isinstance(error, ClientError) and _condition_failed(error, etag):
+                        # After an attempt that may have landed, the object we lost to may be ours.
+                        ours = self._holds(key, body) if retries.maybe_applied else None
+                        if ours is not None:
+                            return ours
+                        self._lost(key, etag)
+                    retries.failed(error, failure_kind(error))
                     self._fail("conditional PUT", key, error)
-        return self._after_retries(key, body, etag, retries.maybe_applied, retries.last)
+        return self._after_retries(key, body, etag, retries)
 
-    def _after_retries(
-        self, key: str, body: Callable[[], _Body], etag: str | None, maybe_applied: bool, last: Exception
-    ) -> str:
+    def _after_retries(self, key: str, body: Callable[[], _Body], etag: str | None, retries: StoreRetries) -> str:
         """Every attempt failed without an answer: one look at the object decides, if it can."""
+        maybe_applied, last = retries.maybe_applied, retries.last
         try:
             current = self.head(key)
             ours = self._holds(key, body) if maybe_applied and current is not None else None
         except StorageError:
             raise WriteOutcomeUnknownError(
-                f"S3 conditional PUT of {self.uri(key)}: no answer after {CONDITIONAL_ATTEMPTS} attempts "
+                f"S3 conditional PUT of {self.uri(key)}: no answer after {retries.attempts} attempts "
                 f"({describe(last)}), and the object cannot be read to learn whether it landed"
             ) from last
         if ours is not None:
@@ -260,12 +252,12 @@ class S3ObjectStore(ObjectStore):
         still_possible = (current is None) if etag is None else (current is not None and current.etag == etag)
         if maybe_applied and still_possible:
             raise WriteOutcomeUnknownError(
-                f"S3 conditional PUT of {self.uri(key)}: no answer after {CONDITIONAL_ATTEMPTS} attempts "
+                f"S3 conditional PUT of {self.uri(key)}: no answer after {retries.attempts} attempts "
                 f"({describe(last)}); it may still land"
             ) from last
         if not still_possible:
             self._lost(key, etag)
-        self._fail(f"conditional PUT (after {CONDITIONAL_ATTEMPTS} attempts)", key, last)
+        self._fail(f"conditional PUT (after {retries.attempts} attempts)", key, last)
 
     def _holds(self, key: str, body: Callable[[], _Body]) -> str | None:
         """The object's etag if it holds exactly ``body``'s bytes, else ``None``."""

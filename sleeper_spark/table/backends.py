@@ -16,27 +16,30 @@ from sleeper_spark.storage import (
 
 
 def open_backend(config: CatalogConfig) -> CatalogBackend:
+    location = config.location
     if config.catalog == "local":
-        if config.warehouse.startswith("s3://"):
-            raise ConfigError("a local catalog needs a local path; use Catalog.aws or Catalog.object_store for s3://")
-        store = LocalObjectStore(config.warehouse.removeprefix("file://"))
-        return ObjectStoreBackend(store, NativeConditionalWrites(store))
+        if location.kind != "local":
+            raise ConfigError(f"a local catalog needs a local path, not {location.uri!r}; "
+                              "use Catalog.aws or Catalog.object_store for S3")
+        store = LocalObjectStore(location.uri)
+        return ObjectStoreBackend(store, NativeConditionalWrites(store), config.store_retry)
     if config.catalog == "aws":
         from sleeper_spark.log.aws_backend import AwsBackend  # boto3 only when asked for
 
         backend: CatalogBackend = AwsBackend(config)
         return backend
-    return ObjectStoreBackend(*_object_store_with_strategy(config))
+    return ObjectStoreBackend(*_object_store_with_strategy(config), config.store_retry)
 
 
 def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, ConditionalWrites]:
     store: ObjectStore
-    if config.warehouse.startswith("s3://"):
+    location = config.location
+    if location.kind == "s3":
         from sleeper_spark.log.aws_backend import open_s3_store
 
         store = open_s3_store(config)
     else:
-        store = LocalObjectStore(config.warehouse.removeprefix("file://"))
+        store = LocalObjectStore(location.uri)
     conditional = open_conditional_writes(store, config)
     if config.conditional_writes != "native":
         # Spilled bodies, state snapshots and data files are created through the store itself:

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from sleeper_spark.config import CatalogConfig
+from sleeper_spark.config import CatalogConfig, StoreRetryPolicy
 from sleeper_spark.errors import ConfigError, StorageError, TableAlreadyExistsError
-from sleeper_spark.log import dynamodb as dynamodb_module
 from sleeper_spark.log.aws_backend import AwsBackend
 from sleeper_spark.log.base import (
     AppendOutcomeUnknownError,
@@ -73,13 +72,15 @@ def conditional(config: CatalogConfig, client: Any) -> Any:
 
 
 @pytest.fixture
-def log(config: CatalogConfig, client: Any, conditional: Any) -> DynamoDBTransactionLog:
-    return DynamoDBTransactionLog(client, config.transactions_table, str(uuid.uuid4()), conditional_client=conditional)
+def waits() -> list[float]:
+    """The back-offs of the ``log`` fixture's retries, recorded instead of slept."""
+    return []
 
 
 @pytest.fixture
-def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dynamodb_module, "backoff_s", lambda attempt: 0.0)
+def log(config: CatalogConfig, client: Any, conditional: Any, waits: list[float]) -> DynamoDBTransactionLog:
+    return DynamoDBTransactionLog(client, config.transactions_table, str(uuid.uuid4()), conditional_client=conditional,
+                                  sleep=waits.append)
 
 
 @pytest.fixture
@@ -205,7 +206,7 @@ def test_delete_up_to_and_first_number(log: DynamoDBTransactionLog) -> None:
 
 
 def test_a_lost_answer_of_an_append_that_landed_is_a_success(
-    log: DynamoDBTransactionLog, fail_puts: list[Any], fast_backoff: None
+    log: DynamoDBTransactionLog, fail_puts: list[Any], waits: list[float]
 ) -> None:
     fail_puts[:] = ["lost", 1]
     log.append(1, b"mine")  # stored; the retry's failed condition finds our own body
@@ -214,7 +215,7 @@ def test_a_lost_answer_of_an_append_that_landed_is_a_success(
 
 
 def test_a_lost_answer_then_another_writer_is_number_taken(
-    log: DynamoDBTransactionLog, fail_puts: list[Any], fast_backoff: None
+    log: DynamoDBTransactionLog, fail_puts: list[Any], waits: list[float]
 ) -> None:
     log.append(1, b"theirs")
     fail_puts[:] = ["timeout", 1]  # our first attempt may have landed, as far as we know
@@ -224,20 +225,23 @@ def test_a_lost_answer_then_another_writer_is_number_taken(
 
 
 def test_no_answer_at_all_is_outcome_unknown(
-    log: DynamoDBTransactionLog, fail_puts: list[Any], fast_backoff: None
+    log: DynamoDBTransactionLog, fail_puts: list[Any], waits: list[float]
 ) -> None:
     fail_puts[:] = ["timeout", -1]
     with pytest.raises(AppendOutcomeUnknownError):
         log.append(1, b"mine")
     assert log.read_one(1) is None
+    policy = StoreRetryPolicy()
+    assert len(waits) == policy.max_attempts - 1 and all(0 <= w <= policy.max_delay_s for w in waits)
 
 
 def test_throttling_is_log_throttled(
-    log: DynamoDBTransactionLog, fail_puts: list[Any], fast_backoff: None
+    log: DynamoDBTransactionLog, fail_puts: list[Any], waits: list[float]
 ) -> None:
     fail_puts[:] = ["throttled", -1]
     with pytest.raises(LogThrottledError):
         log.append(1, b"mine")
+    assert len(waits) == StoreRetryPolicy().max_attempts - 1  # bounded, and slept through the injected sleep
     fail_puts[:] = ["throttled", 2]  # a short burst is ridden out
     log.append(1, b"mine")
     assert fail_puts[1] == 0

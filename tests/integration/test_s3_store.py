@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import pickle
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+import sleeper_spark as ss
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import (
     ConfigError,
@@ -70,6 +72,24 @@ def test_uri_parsing() -> None:
         parse_s3_uri("/local/path")
     with pytest.raises(ConfigError):
         parse_s3_uri("s3:///prefix")
+    assert parse_s3_uri("s3a://bucket/a/b") == parse_s3_uri("s3n://bucket/a/b/") == ("bucket", "a/b")
+    with pytest.raises(ConfigError, match="s3a://"):
+        parse_s3_uri("gs://bucket/a")
+
+
+def test_a_table_written_through_s3a_is_the_same_table_through_s3(
+    seaweedfs_s3: str, s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an object-store catalog opened with Hadoop's s3a:// spelling
+    monkeypatch.chdir(tmp_path)
+    hadoop = ss.Catalog.object_store(f"s3a://{s3_bucket}/schemes", endpoint_url=seaweedfs_s3, region="us-east-1")
+    # When a table is created and written through it
+    hadoop.create_table("events", pa.schema([("n", pa.int64())])).write(pa.table({"n": [1, 2, 3]}))
+    # Then the s3:// catalog of the same bucket sees it, and nothing was written to the local disk
+    canonical = ss.Catalog.object_store(f"s3://{s3_bucket}/schemes/", endpoint_url=seaweedfs_s3, region="us-east-1")
+    assert canonical.tables() == ["events"]
+    assert canonical.table("events").scan().column("n").to_pylist() == [1, 2, 3]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_put_get_head_delete(store: S3ObjectStore) -> None:
@@ -229,9 +249,10 @@ def test_create_losing_to_another_after_a_lost_answer_is_path_exists(
 
 
 def test_every_answer_lost_is_outcome_unknown_or_resolved(
-    store: S3ObjectStore, config: CatalogConfig, lose_next_answer: list[int], monkeypatch: pytest.MonkeyPatch
+    config: CatalogConfig, lose_next_answer: list[int]
 ) -> None:
-    monkeypatch.setattr(s3_module, "backoff_s", lambda attempt: 0.0)
+    waits: list[float] = []
+    store = S3ObjectStore(config.warehouse, config, sleep=waits.append)  # back-offs recorded, not slept
     lose_next_answer[0] = -1
     # Every PUT lands-or-not without an answer; the final look finds our bytes.
     store.create_if_absent("lost/3", b"mine")
@@ -274,12 +295,14 @@ def conflict_next_puts(config: CatalogConfig) -> Iterator[list[int]]:
 
 
 def test_a_409_conflict_is_retried_and_the_server_decides(
-    store: S3ObjectStore, conflict_next_puts: list[int], monkeypatch: pytest.MonkeyPatch
+    config: CatalogConfig, conflict_next_puts: list[int]
 ) -> None:
-    monkeypatch.setattr(s3_module, "backoff_s", lambda attempt: 0.0)
+    waits: list[float] = []
+    store = S3ObjectStore(config.warehouse, config, sleep=waits.append)  # back-offs recorded, not slept
     conflict_next_puts[0] = 2
     store.create_if_absent("c/1", b"mine")  # two conflicts, then the PUT lands
     assert conflict_next_puts[0] == 0 and store.get("c/1") == b"mine"
+    assert len(waits) == 2
     conflict_next_puts[0] = 1
     with pytest.raises(PathExistsError):
         store.create_if_absent("c/1", b"again")  # a conflict, then 412
