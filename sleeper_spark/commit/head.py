@@ -252,7 +252,8 @@ class TableHead:
             raise RetryCommit("the log is throttling requests") from None
         except AppendOutcomeUnknownError:
             return number
-        apply(txn, state)
+        state = apply(txn, state)
+        self._state = state
         self._caught_up_at = time.monotonic()  # the put proved this state is the head
         latest = state.latest
         assert latest is not None

@@ -1,0 +1,101 @@
+"""An immutable, append-friendly Arrow table: a tuple of record batches ("runs").
+
+A state's files and history grow by a few rows per commit and are shared by every reader of
+that state, so they are never changed in place. Appending makes a new tuple that shares every
+existing batch (zero-copy) plus one small batch; to keep the number of batches low, the newest
+ones are merged like a binary counter: while the run before the last holds at most twice the
+rows of the last, the two become one. Runs then shrink geometrically, so a table of n rows has
+about log2(n) of them, and each row is copied O(log n) times over its life. Runs stop merging
+at :data:`MAX_RUN_ROWS`, so no single commit copies more than that many rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MAX_RUN_ROWS = 1 << 16
+MaskBuilder = Callable[[pa.RecordBatch], pa.Array]
+
+
+class Runs:
+    """Record batches of one schema, oldest rows first. Never mutated after construction."""
+
+    __slots__ = ("_batches", "_rows", "schema")
+
+    def __init__(self, schema: pa.Schema, batches: tuple[pa.RecordBatch, ...] = ()) -> None:
+        self.schema = schema
+        self._batches = tuple(b for b in batches if b.num_rows)
+        self._rows = sum(b.num_rows for b in self._batches)
+
+    @classmethod
+    def of_table(cls, table: pa.Table) -> Runs:
+        """Cut into runs of at most :data:`MAX_RUN_ROWS` rows (zero-copy slices)."""
+        return cls(table.schema, tuple(table.to_batches(max_chunksize=MAX_RUN_ROWS)))
+
+    @property
+    def num_rows(self) -> int:
+        return int(self._rows)
+
+    @property
+    def batches(self) -> tuple[pa.RecordBatch, ...]:
+        return self._batches
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_batches(self._batches, schema=self.schema)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return iter(self._batches)
+
+    def append(self, batch: pa.RecordBatch) -> Runs:
+        """These rows followed by ``batch``'s, merging small trailing runs (see the module doc)."""
+        if batch.num_rows == 0:
+            return self
+        runs = [*self._batches, batch]
+        while len(runs) >= 2:
+            last, before = runs[-1], runs[-2]
+            if before.num_rows > 2 * last.num_rows or before.num_rows + last.num_rows > MAX_RUN_ROWS:
+                break
+            runs[-2:] = [_concat(before, last)]
+        return Runs(self.schema, tuple(runs))
+
+    def filter(self, keep: list[pa.BooleanArray | None]) -> Runs:
+        """Keeps the rows ``keep`` marks, one mask per run; ``None`` keeps a run whole (no copy)."""
+        batches = tuple(b if mask is None else b.filter(mask) for b, mask in zip(self._batches, keep, strict=True))
+        runs = Runs(self.schema, batches)
+        return runs._compacted() if len(runs._batches) > 2 * max(1, self._rows.bit_length()) + 8 else runs
+
+    def _compacted(self) -> Runs:
+        """After many removals: the same rows in few full runs."""
+        return Runs.of_table(self.table().combine_chunks())
+
+    def with_schema(self, schema: pa.Schema) -> Runs:
+        """The same rows under a schema with extra nullable columns (filled with nulls)."""
+        batches = []
+        for batch in self._batches:
+            columns = [batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
+                       for f in schema]
+            batches.append(pa.RecordBatch.from_arrays(columns, schema=schema))
+        return Runs(schema, tuple(batches))
+
+    def where(self, mask_of: MaskBuilder) -> pa.Table:
+        """The rows for which ``mask_of(run)`` is true, as one table."""
+        kept = [b.filter(mask_of(b)) for b in self._batches]
+        return pa.Table.from_batches([b for b in kept if b.num_rows] or [], schema=self.schema)
+
+    def take_last_where(self, mask_of: MaskBuilder) -> pa.Table:
+        """The last row for which ``mask_of(run)`` is true (an empty table if none is)."""
+        for batch in reversed(self._batches):
+            mask = mask_of(batch)
+            if pc.any(mask).as_py():
+                indices = pc.indices_nonzero(mask)
+                return pa.Table.from_batches([batch.take(indices[-1:])])
+        return self.schema.empty_table()
+
+
+
+def _concat(first: pa.RecordBatch, second: pa.RecordBatch) -> pa.RecordBatch:
+    combined = pa.Table.from_batches([first, second]).combine_chunks().to_batches()
+    return combined[0]
