@@ -2,10 +2,10 @@
 
 The filter (a pyarrow compute expression over the table's columns) is read as a tree (see
 :mod:`sleeper_spark.datafiles.expressions`) and evaluated once over the files table (see
-:mod:`sleeper_spark.state.file_columns`), giving per file two facts for every sub-expression:
-*can it be TRUE for some row* and *can it be FALSE for some row*. A file is read when the whole
-filter can be TRUE. Both facts are over-approximations — "unknown" counts as "can" — which is
-what makes skipping safe:
+:mod:`sleeper_spark.state.file_columns`), giving per file three facts for every sub-expression:
+*can it be TRUE for some row*, *can it be FALSE* and *can it be null*. A file is read when the
+whole filter can be TRUE. All facts are over-approximations — "unknown" counts as "can" —
+which is what makes skipping safe:
 
 - a partition column's value is exact (``partition.<c>`` cast to the column's type);
 - another column is bounded by ``min.<c>``/``max.<c>`` over its non-null values, and
@@ -13,7 +13,9 @@ what makes skipping safe:
   with a null is never TRUE or FALSE (three-valued logic), so nulls never make one match;
 - float columns may hold NaN, which statistics leave out: ``!=`` may be TRUE and any
   comparison may be FALSE for NaN, whatever the bounds;
-- ``NOT`` swaps the two facts, ``AND``/``OR`` combine them; any function not listed in
+- ``NOT`` swaps TRUE and FALSE, ``AND``/``OR`` combine the facts, ``is_null(p)`` is TRUE where
+  ``p`` can be null (a delete uses that to find files whose every row matches); any function
+  not listed in
   :data:`_COMPARISONS` or below, a literal of another type, or a column the table lacks makes
   that part unknown.
 """
@@ -51,10 +53,14 @@ _ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
 
 @dataclass(frozen=True)
 class _Facts:
-    """Per file: may the sub-expression be TRUE for some row; may it be FALSE (no nulls)."""
+    """Per file: may the sub-expression be TRUE for some row; FALSE; null (arrays without nulls)."""
 
     true: pa.BooleanArray
     false: pa.BooleanArray
+    null: pa.BooleanArray
+
+    def negated(self) -> _Facts:
+        return _Facts(self.false, self.true, self.null)
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,7 @@ class _Evaluation:
 
     def unknown(self) -> _Facts:
         everywhere = self.constant(True)
-        return _Facts(everywhere, everywhere)
+        return _Facts(everywhere, everywhere, everywhere)
 
     def facts(self, node: Node) -> _Facts:
         try:
@@ -125,8 +131,10 @@ class _Evaluation:
 
     def _facts(self, node: Node) -> _Facts:
         if isinstance(node, Literal):
-            value = node.value.as_py() if pa.types.is_boolean(node.value.type) else None
-            return _Facts(self.constant(value is True), self.constant(value is False))
+            if not pa.types.is_boolean(node.value.type) and node.value.is_valid:
+                return self.unknown()
+            value = node.value.as_py()
+            return _Facts(self.constant(value is True), self.constant(value is False), self.constant(value is None))
         if isinstance(node, Field):
             return self._boolean_column(node.name)
         if not isinstance(node, Call):
@@ -135,17 +143,22 @@ class _Evaluation:
         if name in ("and", "and_kleene", "or", "or_kleene", "and_not", "and_not_kleene") and len(args) == 2:
             left, right = self.facts(args[0]), self.facts(args[1])
             if name.startswith("and_not"):
-                right = _Facts(right.false, right.true)
-            if name.startswith("and"):
-                return _Facts(pc.and_(left.true, right.true), pc.or_(left.false, right.false))
-            return _Facts(pc.or_(left.true, right.true), pc.and_(left.false, right.false))
+                right = right.negated()
+            conjunction = name.startswith("and")
+            null = _kleene_null(left, right, conjunction) if "kleene" in name else pc.or_(left.null, right.null)
+            if conjunction:
+                return _Facts(pc.and_(left.true, right.true), pc.or_(left.false, right.false), null)
+            return _Facts(pc.or_(left.true, right.true), pc.and_(left.false, right.false), null)
         if name == "invert" and len(args) == 1:
-            inner = self.facts(args[0])
-            return _Facts(inner.false, inner.true)
+            return self.facts(args[0]).negated()
         if name in _COMPARISONS and len(args) == 2:
             return self._comparison(name, args[0], args[1])
         if name in ("is_null", "is_valid") and len(args) == 1 and isinstance(args[0], Field):
             return self._nullness(name, args[0].name, node.options)
+        if name in ("is_null", "is_valid") and len(args) == 1 and isinstance(args[0], Call):
+            inner, never = self.facts(args[0]), self.constant(False)
+            not_null = pc.or_(inner.true, inner.false)
+            return _Facts(inner.null, not_null, never) if name == "is_null" else _Facts(not_null, inner.null, never)
         if name == "is_in" and len(args) == 1 and isinstance(args[0], Field) and node.options is not None:
             return self._in_list(args[0].name, node.options)
         return self.unknown()
@@ -183,7 +196,7 @@ class _Evaluation:
         if bounds is None or bounds.low is None or bounds.high is None or not pa.types.is_boolean(bounds.low.type):
             return self.unknown()
         return _Facts(pc.and_(bounds.some_value, _maybe(bounds.high)),
-                      pc.and_(bounds.some_value, _maybe(pc.invert(bounds.low))))
+                      pc.and_(bounds.some_value, _maybe(pc.invert(bounds.low))), bounds.some_null)
 
     def _comparison(self, name: str, left: Node, right: Node) -> _Facts:
         if isinstance(left, Literal) and isinstance(right, Field):
@@ -195,9 +208,10 @@ class _Evaluation:
             return self.unknown()
         value = right.value
         if not value.is_valid:
-            return _Facts(self.constant(False), self.constant(False))  # a comparison with null is null
+            anything = pc.or_(bounds.some_value, bounds.some_null)  # a comparison with null is null
+            return _Facts(self.constant(False), self.constant(False), anything)
         if bounds.low is None or bounds.high is None:
-            return _Facts(bounds.some_value, bounds.some_value)
+            return _Facts(bounds.some_value, bounds.some_value, bounds.some_null)
         value = _like(value, bounds.low.type)
         can_true, can_false = _COMPARISONS[name]
         true = pc.and_(bounds.some_value, _maybe(can_true(bounds.low, bounds.high, value)))
@@ -206,17 +220,17 @@ class _Evaluation:
             false = bounds.some_value
             if name == "not_equal":
                 true = bounds.some_value
-        return _Facts(true, false)
+        return _Facts(true, false, bounds.some_null)
 
     def _nullness(self, name: str, column: str, options: pa.StructScalar | None) -> _Facts:
         bounds = self.bounds(column)
         if bounds is None:
             return self.unknown()
         if name == "is_valid":
-            return _Facts(bounds.some_value, bounds.some_null)
+            return _Facts(bounds.some_value, bounds.some_null, self.constant(False))
         nan_is_null = options is not None and bool(options.as_py().get("nan_is_null"))
         true = pc.or_(bounds.some_null, bounds.some_value) if nan_is_null and bounds.floating else bounds.some_null
-        return _Facts(true, bounds.some_value)
+        return _Facts(true, bounds.some_value, self.constant(False))
 
     def _in_list(self, column: str, options: pa.StructScalar) -> _Facts:
         bounds = self.bounds(column)
@@ -230,14 +244,17 @@ class _Evaluation:
         match = behaviour in (0, None)
         null_true = pc.and_(bounds.some_null, self.constant(match and value_set.null_count > 0))
         null_false = pc.and_(bounds.some_null, self.constant(not (match and value_set.null_count > 0)))
+        # EMIT_NULL and INCONCLUSIVE (2, 3) may give null; MATCH and SKIP never do.
+        null = bounds.some_value if behaviour not in (0, 1, None) else self.constant(False)
+        null = pc.or_(null, bounds.some_null) if behaviour not in (0, 1, None) else null
         values = pc.drop_null(value_set)
         if bounds.low is None or bounds.high is None or (bounds.floating and pc.any(pc.is_nan(values)).as_py()):
-            return _Facts(pc.or_(null_true, bounds.some_value), pc.or_(null_false, bounds.some_value))
+            return _Facts(pc.or_(null_true, bounds.some_value), pc.or_(null_false, bounds.some_value), null)
         values = values.cast(bounds.low.type)
         hit = self._may_hit(bounds, values)
         single = pc.and_(pc.equal(bounds.low, bounds.high), pc.is_in(bounds.low, value_set=values))
         miss = bounds.some_value if bounds.floating else pc.and_(bounds.some_value, _maybe(pc.invert(single)))
-        return _Facts(pc.or_(null_true, pc.and_(bounds.some_value, hit)), pc.or_(null_false, miss))
+        return _Facts(pc.or_(null_true, pc.and_(bounds.some_value, hit)), pc.or_(null_false, miss), null)
 
     def _may_hit(self, bounds: _Bounds, values: pa.Array) -> pa.Array:
         """Per file: may one of ``values`` lie within the file's bounds."""
@@ -251,6 +268,14 @@ class _Evaluation:
         for value in values:
             hit = pc.or_(hit, _maybe(pc.and_(pc.less_equal(bounds.low, value), pc.greater_equal(bounds.high, value))))
         return hit
+
+
+def _kleene_null(left: _Facts, right: _Facts, conjunction: bool) -> pa.Array:
+    """May ``left AND right`` (or ``OR``) be null: one side null and the other not deciding it."""
+    def undecided(side: _Facts) -> pa.Array:  # null or the neutral value
+        return pc.or_(side.null, side.true if conjunction else side.false)
+
+    return pc.or_(pc.and_(left.null, undecided(right)), pc.and_(right.null, undecided(left)))
 
 
 def _maybe(facts: pa.Array) -> pa.Array:

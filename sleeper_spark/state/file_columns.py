@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sleeper_spark.datafiles.stats import from_stat, to_stat
 from sleeper_spark.models import ColumnStats, FileRef, TableSchema
@@ -40,6 +41,7 @@ _FIXED = pa.schema([
     (PATH_HASH, pa.uint64()), ("path", pa.string()), ("size_bytes", pa.int64()), ("row_count", pa.int64()),
     ("checksum", pa.string()), ("added_version", pa.int64()),
 ])
+EVENT_TIME = pa.timestamp("us", "UTC")
 ORDERABLE = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "float64", "string", "date",
                        "timestamp", "decimal"})
 
@@ -133,4 +135,17 @@ def _fits(value: Any, arrow_type: pa.DataType) -> Any:
 def public_view(table: pa.Table) -> pa.Table:
     """The files table without its internal columns (zero-copy)."""
     return table.drop_columns([PATH_HASH]) if PATH_HASH in table.column_names else table
+
+
+def with_event_time(table: pa.Table, event_time_column: str | None, schema: TableSchema) -> pa.Table:
+    """Adds ``min_event_time`` / ``max_event_time``: the event-time column's bounds, as UTC timestamps."""
+    bounds = []
+    for side in ("min", "max"):
+        name = f"{side}.{event_time_column}"
+        if event_time_column is not None and name in table.column_names and \
+                schema.field(event_time_column).type.name == "timestamp":
+            bounds.append(pc.cast(table.column(name), EVENT_TIME, safe=False))  # ns: truncated
+        else:
+            bounds.append(pa.nulls(table.num_rows, EVENT_TIME))
+    return table.append_column("min_event_time", bounds[0]).append_column("max_event_time", bounds[1])
 

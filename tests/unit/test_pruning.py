@@ -109,6 +109,8 @@ filters = st.recursive(leaves(), lambda inner: st.one_of(
     st.tuples(inner, inner).map(lambda ab: ab[0] & ab[1]),
     st.tuples(inner, inner).map(lambda ab: ab[0] | ab[1]),
     inner.map(lambda a: ~a),
+    inner.map(lambda a: ~a | a.is_null()),  # what a delete keeps
+    inner.map(lambda a: a.is_valid()),
 ), max_leaves=4)
 
 
@@ -175,6 +177,21 @@ def test_an_expression_reads_back_as_its_tree() -> None:
     assert greater == Call("greater", (Field("a"), Literal(pa.scalar(1))), None)
     assert isinstance(negation, Call) and negation.name == "invert"
     assert parse(pc.field(("a", "b"))) == Opaque()
+
+
+def test_a_delete_finds_files_whose_every_row_matches() -> None:
+    # Given a file of one partition, one with nulls in v and one with v in 1..3
+    whole, _ = data_file(0, "x", [{"v": 1, "f": 1.0, "d": DAY, "s": "a"}])
+    nulls, _ = data_file(1, "y", [{"v": None, "f": 1.0, "d": DAY, "s": "a"}, {"v": 2, "f": 1.0, "d": DAY, "s": "a"}])
+    ranged, _ = data_file(2, "y", [{"v": 1, "f": 1.0, "d": DAY, "s": "a"}, {"v": 3, "f": 1.0, "d": DAY, "s": "a"}])
+    files = [whole, nulls, ranged]
+    # When the rows a delete keeps are pruned for
+    def survivors(predicate: pc.Expression) -> list[str]:
+        return [f.path for f in prune_files(files, SCHEMA, ~predicate | predicate.is_null())]
+    # Then files whose every row matches have no survivors; a null or an unmatched row survives
+    assert survivors(pc.field("p") == "x") == [nulls.path, ranged.path]
+    assert survivors(pc.field("v") >= 1) == [nulls.path]
+    assert survivors(pc.field("v") >= 2) == [whole.path, nulls.path, ranged.path]
 
 
 @pytest.mark.parametrize("files", [0, 1, 3])
