@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.datafiles.expressions import Call, Field, Literal, Node, parse
+from sleeper_spark.datafiles.stats import partition_value_to_string
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.state.file_columns import FileLayout
 
@@ -102,7 +103,7 @@ def prune_files(files: Sequence[FileRef], schema: TableSchema, filter: pc.Expres
     if filter is None or not files:
         return list(files)
     keys = tuple(partition_by) if partition_by is not None else tuple(files[0].partition)
-    table = pa.Table.from_batches([FileLayout(schema, keys).batch(files, None)])
+    table = pa.Table.from_batches([FileLayout(schema, keys).batch(files, [None] * len(files))])
     mask = keep_mask(table, schema, keys, filter).to_pylist()
     return [file for file, keep in zip(files, mask, strict=True) if keep]
 
@@ -191,6 +192,26 @@ class _Evaluation:
             high = pc.if_else(pc.is_nan(high), pa.scalar(None, high.type), high)
         return _Bounds(low, high, some_null, some_value, floating, exact=False)
 
+    def _partition_strings(self, column: str, values: pa.Array) -> tuple[pa.ChunkedArray, pa.Array] | None:
+        """For equality on a partition column: its stored strings and ``values`` written the same way.
+
+        Comparing strings spares casting every file's value to the column's type. Floats are
+        left out: -0.0 equals 0.0 but is written differently.
+        """
+        name = f"partition.{column}"
+        if column not in self.partition_by or name not in self.files.column_names or \
+                column not in self.arrow_schema.names:
+            return None
+        arrow_type = self.arrow_schema.field(column).type
+        if pa.types.is_floating(arrow_type):
+            return None
+        try:
+            typed = values if values.type.equals(arrow_type) else values.cast(arrow_type, safe=True)
+        except _ERRORS:
+            return None
+        strings = pa.array([partition_value_to_string(v) for v in typed.to_pylist()], pa.string())
+        return self.files.column(name), strings
+
     def _boolean_column(self, column: str) -> _Facts:
         bounds = self.bounds(column)
         if bounds is None or bounds.low is None or bounds.high is None or not pa.types.is_boolean(bounds.low.type):
@@ -203,6 +224,13 @@ class _Evaluation:
             name, left, right = _FLIPPED[name], right, left
         if not (isinstance(left, Field) and isinstance(right, Literal)):
             return self.unknown()
+        if name in ("equal", "not_equal") and right.value.is_valid:
+            as_text = self._partition_strings(left.name, pa.array([right.value.as_py()], right.value.type))
+            if as_text is not None:
+                text, strings = as_text
+                same = pc.fill_null(pc.equal(text, strings[0]), False)
+                hit, miss = pc.and_(pc.is_valid(text), same), pc.and_(pc.is_valid(text), pc.invert(same))
+                return _Facts(hit, miss, pc.is_null(text)) if name == "equal" else _Facts(miss, hit, pc.is_null(text))
         bounds = self.bounds(left.name)
         if bounds is None:
             return self.unknown()
@@ -233,28 +261,38 @@ class _Evaluation:
         return _Facts(true, bounds.some_value, self.constant(False))
 
     def _in_list(self, column: str, options: pa.StructScalar) -> _Facts:
-        bounds = self.bounds(column)
         names = [field.name for field in options.type]
-        if bounds is None or "value_set" not in names:
+        if "value_set" not in names:
             return self.unknown()
         value_set = options["value_set"].values
-        # Null rows: MATCH (the default) makes them TRUE if the set holds a null, else FALSE;
-        # the other behaviours make them FALSE or null. Unknown behaviours: both possible.
-        behaviour = options["null_matching_behavior"].as_py() if "null_matching_behavior" in names else None
-        match = behaviour in (0, None)
-        null_true = pc.and_(bounds.some_null, self.constant(match and value_set.null_count > 0))
-        null_false = pc.and_(bounds.some_null, self.constant(not (match and value_set.null_count > 0)))
-        # EMIT_NULL and INCONCLUSIVE (2, 3) may give null; MATCH and SKIP never do.
-        null = bounds.some_value if behaviour not in (0, 1, None) else self.constant(False)
-        null = pc.or_(null, bounds.some_null) if behaviour not in (0, 1, None) else null
         values = pc.drop_null(value_set)
+        as_text = self._partition_strings(column, values)
+        bounds = None if as_text is not None else self.bounds(column)
+        if as_text is not None:
+            some_null, some_value = pc.is_null(as_text[0]), pc.is_valid(as_text[0])
+        elif bounds is not None:
+            some_null, some_value = bounds.some_null, bounds.some_value
+        else:
+            return self.unknown()
+        # Null rows: MATCH (the default) makes them TRUE if the set holds a null, else FALSE;
+        # SKIP makes them FALSE; EMIT_NULL and INCONCLUSIVE make them (and maybe others) null.
+        behaviour = options["null_matching_behavior"].as_py() if "null_matching_behavior" in names else None
+        nulls_match = behaviour in (0, None) and value_set.null_count > 0
+        null_true = pc.and_(some_null, self.constant(nulls_match))
+        null_false = pc.and_(some_null, self.constant(not nulls_match))
+        null = pc.or_(some_value, some_null) if behaviour not in (0, 1, None) else self.constant(False)
+        if as_text is not None:
+            hit = pc.fill_null(pc.is_in(as_text[0], value_set=as_text[1]), False)
+            return _Facts(pc.or_(null_true, pc.and_(some_value, hit)),
+                          pc.or_(null_false, pc.and_(some_value, pc.invert(hit))), null)
+        assert bounds is not None
         if bounds.low is None or bounds.high is None or (bounds.floating and pc.any(pc.is_nan(values)).as_py()):
-            return _Facts(pc.or_(null_true, bounds.some_value), pc.or_(null_false, bounds.some_value), null)
+            return _Facts(pc.or_(null_true, some_value), pc.or_(null_false, some_value), null)
         values = values.cast(bounds.low.type)
         hit = self._may_hit(bounds, values)
         single = pc.and_(pc.equal(bounds.low, bounds.high), pc.is_in(bounds.low, value_set=values))
-        miss = bounds.some_value if bounds.floating else pc.and_(bounds.some_value, _maybe(pc.invert(single)))
-        return _Facts(pc.or_(null_true, pc.and_(bounds.some_value, hit)), pc.or_(null_false, miss), null)
+        miss = some_value if bounds.floating else pc.and_(some_value, _maybe(pc.invert(single)))
+        return _Facts(pc.or_(null_true, pc.and_(some_value, hit)), pc.or_(null_false, miss), null)
 
     def _may_hit(self, bounds: _Bounds, values: pa.Array) -> pa.Array:
         """Per file: may one of ``values`` lie within the file's bounds."""

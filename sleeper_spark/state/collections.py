@@ -1,10 +1,16 @@
 """The files of a TableState: immutable, column-oriented, cheap to extend.
 
-Both are Arrow record batches held in :class:`~sleeper_spark.state.runs.Runs`, so a state with
-a million files stays a few hundred bytes per file, loads from a state snapshot without parsing
-anything per file, and prunes with vectorized compute. A commit makes a new collection that
-shares every existing batch with the old one; nothing is ever changed in place, so a state
-handed to a reader stays exactly as it was while other threads commit.
+The files are Arrow record batches (:class:`~sleeper_spark.state.runs.Runs`), so a state with a
+million files stays a few hundred bytes per file, loads from a state snapshot without parsing
+anything per file, and prunes with vectorized compute. The newest few files are kept as a
+tuple of FileRefs instead (the *tail*): building Arrow arrays costs tens of microseconds per
+column, which a commit of one file should not pay; the tail becomes one batch every
+:data:`TAIL_FILES` files.
+
+A commit makes a new FileSet that shares every batch (and the tail's FileRefs) with the old
+one; nothing is changed in place, so a state handed to a reader stays exactly as it was while
+other threads commit. The one thing a FileSet computes after construction is the Arrow form of
+its own tail, which it caches: the same value whoever computes it first.
 """
 
 from __future__ import annotations
@@ -18,22 +24,28 @@ from sleeper_spark.models import FileRef
 from sleeper_spark.state.file_columns import PATH_HASH, FileLayout, path_hash
 from sleeper_spark.state.runs import Runs
 
+TAIL_FILES = 256
 # For up to this many paths, one equality pass per path beats building a hash set per run.
 _EQUALITY_PASSES = 8
+
+Tail = tuple[tuple[FileRef, int | None], ...]  # (file, the version that added it), oldest first
 
 
 class FileSet:
     """The live files of a state by path, in commit order (read-only, Mapping-like)."""
 
-    __slots__ = ("_runs", "layout")
+    __slots__ = ("_runs", "_tail", "_tail_batch", "layout")
 
-    def __init__(self, layout: FileLayout, runs: Runs | None = None) -> None:
+    def __init__(self, layout: FileLayout, runs: Runs | None = None, tail: Tail = ()) -> None:
         self.layout = layout
         self._runs = runs if runs is not None else Runs(layout.arrow)
+        self._tail = tail
+        self._tail_batch: pa.RecordBatch | None = None
 
     @classmethod
     def of(cls, layout: FileLayout, files: Sequence[FileRef], added_version: int | None) -> FileSet:
-        return cls(layout).added(files, added_version)
+        batch = layout.batch(files, [added_version] * len(files))
+        return cls(layout, Runs(layout.arrow).append(batch))
 
     @classmethod
     def of_table(cls, layout: FileLayout, table: pa.Table) -> FileSet:
@@ -43,24 +55,36 @@ class FileSet:
 
     def table(self) -> pa.Table:
         """Every column, including the internal ``path_hash`` (see :mod:`.file_columns`)."""
-        return self._runs.table()
+        return pa.Table.from_batches(self.batches(), schema=self.layout.arrow)
 
-    @property
-    def runs(self) -> Runs:
-        return self._runs
+    def batches(self) -> list[pa.RecordBatch]:
+        tail = self._arrow_tail()
+        return [*self._runs.batches, tail] if tail is not None else list(self._runs.batches)
+
+    def _arrow_tail(self) -> pa.RecordBatch | None:
+        if not self._tail:
+            return None
+        if self._tail_batch is None:
+            self._tail_batch = self.layout.batch([f for f, _ in self._tail], [v for _, v in self._tail])
+        return self._tail_batch
 
     def __len__(self) -> int:
-        return self._runs.num_rows
+        return self._runs.num_rows + len(self._tail)
 
     def __iter__(self) -> Iterator[str]:
         for batch in self._runs:
             yield from batch.column("path").to_pylist()
+        for file, _ in self._tail:
+            yield file.path
 
     def paths(self) -> list[str]:
         return list(self)
 
     def values(self) -> list[FileRef]:
-        return self.layout.file_refs(self.table())
+        return [*self.layout.file_refs(self._runs.table()), *self.tail_files()]
+
+    def tail_files(self) -> list[FileRef]:
+        return [f for f, _ in self._tail]
 
     def items(self) -> list[tuple[str, FileRef]]:
         return [(f.path, f) for f in self.values()]
@@ -69,6 +93,9 @@ class FileSet:
         return isinstance(path, str) and bool(self.present([path]))
 
     def __getitem__(self, path: str) -> FileRef:
+        for file, _ in self._tail:
+            if file.path == path:
+                return file
         rows = self._runs.where(lambda batch: self._marks(batch, [path]))
         if rows.num_rows == 0:
             raise KeyError(path)
@@ -81,14 +108,20 @@ class FileSet:
             return None
 
     def present(self, paths: Sequence[str]) -> list[str]:
-        """Those of ``paths`` that are live files (vectorized: no per-file Python)."""
+        """Those of ``paths`` that are live files (vectorized over the batches)."""
         if not paths or not len(self):
             return []
-        rows = self._runs.where(lambda batch: self._marks(batch, paths))
-        found = set(rows.column("path").to_pylist())
+        found = {f.path for f, _ in self._tail}.intersection(paths)
+        if self._runs.num_rows:
+            # One pass over all batches as a chunked column: the cost per call, not per batch,
+            # dominates for the few paths of a commit.
+            stored = self._runs.table()
+            marks = self._marks(stored, paths)
+            if pc.any(marks).as_py():
+                found.update(stored.filter(marks).column("path").to_pylist())
         return [p for p in paths if p in found]
 
-    def _marks(self, batch: pa.RecordBatch, paths: Sequence[str]) -> pa.Array:
+    def _marks(self, batch: pa.RecordBatch | pa.Table, paths: Sequence[str]) -> pa.Array:
         """True where the row's path is one of ``paths``: hashes first, then the strings that match."""
         hashes = batch.column(PATH_HASH)
         if len(paths) <= _EQUALITY_PASSES:
@@ -107,14 +140,20 @@ class FileSet:
     def added(self, files: Sequence[FileRef], added_version: int | None) -> FileSet:
         if not files:
             return self
-        return FileSet(self.layout, self._runs.append(self.layout.batch(files, added_version)))
+        tail = self._tail + tuple((f, added_version) for f in files)
+        if len(tail) < TAIL_FILES:
+            return FileSet(self.layout, self._runs, tail)
+        batch = self.layout.batch([f for f, _ in tail], [v for _, v in tail])
+        return FileSet(self.layout, self._runs.append(batch))
 
     def removed(self, paths: Sequence[str]) -> tuple[FileSet, int]:
         """Without ``paths`` (every one must be live), and the row count they held."""
         if not paths:
             return self, 0
+        doomed = set(paths)
+        rows_removed = sum(f.row_count for f, _ in self._tail if f.path in doomed)
+        tail = tuple(entry for entry in self._tail if entry[0].path not in doomed)
         masks: list[pa.BooleanArray | None] = []
-        rows_removed = 0
         for batch in self._runs:
             marks = self._marks(batch, paths)
             if not pc.any(marks).as_py():
@@ -122,11 +161,12 @@ class FileSet:
                 continue
             rows_removed += pc.sum(pc.filter(batch.column("row_count"), marks)).as_py() or 0
             masks.append(pc.invert(marks))
-        return FileSet(self.layout, self._runs.filter(masks)), rows_removed
+        runs = self._runs.filter(masks) if any(m is not None for m in masks) else self._runs
+        return FileSet(self.layout, runs, tail), rows_removed
 
     def with_layout(self, layout: FileLayout) -> FileSet:
         """The same files under a schema with more columns (their statistics unknown)."""
-        return FileSet(layout, self._runs.with_schema(layout.arrow))
+        return FileSet(layout, self._runs.with_schema(layout.arrow), self._tail)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FileSet):
@@ -137,4 +177,3 @@ class FileSet:
 
     def __repr__(self) -> str:
         return f"FileSet({len(self)} files)"
-

@@ -28,13 +28,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.datafiles.stats import from_stat, to_stat
-from sleeper_spark.models import ColumnStats, FileRef, TableSchema
+from sleeper_spark.models import FileRef, TableSchema
 
 PATH_HASH = "path_hash"
 _FIXED = pa.schema([
@@ -57,7 +58,7 @@ class FileLayout:
     schema: TableSchema
     partition_by: tuple[str, ...]
 
-    @property
+    @cached_property
     def arrow(self) -> pa.Schema:
         arrow_schema = self.schema.to_arrow()
         fields = list(_FIXED)
@@ -68,8 +69,8 @@ class FileLayout:
         fields += [pa.field(f"null_count.{f.name}", pa.int64()) for f in self.schema.fields]
         return pa.schema(fields)
 
-    def batch(self, files: Sequence[FileRef], added_version: int | None) -> pa.RecordBatch:
-        """``files`` as rows (Python work per file: meant for the files of one transaction)."""
+    def batch(self, files: Sequence[FileRef], added_versions: Sequence[int | None]) -> pa.RecordBatch:
+        """``files`` as rows, with the version that added each (Python work per file)."""
         schema = self.arrow
         columns: dict[str, Any] = {
             PATH_HASH: pa.array([path_hash(f.path) for f in files], pa.uint64()),
@@ -77,7 +78,7 @@ class FileLayout:
             "size_bytes": [f.size_bytes for f in files],
             "row_count": [f.row_count for f in files],
             "checksum": [f.checksum for f in files],
-            "added_version": [added_version] * len(files),
+            "added_version": list(added_versions),
         }
         for name in self.partition_by:
             columns[f"partition.{name}"] = [f.partition.get(name) for f in files]
@@ -94,25 +95,26 @@ class FileLayout:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def file_refs(self, rows: pa.Table | pa.RecordBatch) -> list[FileRef]:
-        """Rows back as FileRefs (built without re-validation: the rows came from FileRefs)."""
+        """Rows back as FileRefs (pydantic's validator from plain dicts: quicker than model_construct)."""
         if rows.num_rows == 0:
             return []
         column = {name: rows.column(name).to_pylist() for name in rows.schema.names if name != PATH_HASH}
         stats = [(f.name, column.get(f"min.{f.name}"), column.get(f"max.{f.name}"), column[f"null_count.{f.name}"])
                  for f in self.schema.fields if f"null_count.{f.name}" in column]
         partitions = [(name, column[f"partition.{name}"]) for name in self.partition_by]
+        build = FileRef.model_validate
         files = []
         for i, path in enumerate(column["path"]):
             column_stats = {
-                name: ColumnStats.model_construct(min=to_stat(lows[i]) if lows else None,
-                                                  max=to_stat(highs[i]) if highs else None, null_count=nulls[i])
+                name: {"min": to_stat(lows[i]) if lows else None, "max": to_stat(highs[i]) if highs else None,
+                       "null_count": nulls[i]}
                 for name, lows, highs, nulls in stats if nulls[i] is not None
             }
-            files.append(FileRef.model_construct(
-                path=path, partition={name: values[i] for name, values in partitions},
-                size_bytes=column["size_bytes"][i], row_count=column["row_count"][i], checksum=column["checksum"][i],
-                column_stats=column_stats,
-            ))
+            files.append(build({
+                "path": path, "partition": {name: values[i] for name, values in partitions},
+                "size_bytes": column["size_bytes"][i], "row_count": column["row_count"][i],
+                "checksum": column["checksum"][i], "column_stats": column_stats,
+            }))
         return files
 
 

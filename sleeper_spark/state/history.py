@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from sleeper_spark.models import Snapshot
 from sleeper_spark.state.runs import MaskBuilder, Runs
 
+TAIL_SNAPSHOTS = 256
 HISTORY_SCHEMA = pa.schema([
     ("version", pa.int64()), ("snapshot_id", pa.string()),
     # null when it is the previous snapshot's id (almost always): saves an id per row
@@ -35,42 +36,52 @@ _PLAIN = ("version", "snapshot_id", "committed_at", "operation", "rows_added", "
 
 
 class SnapshotLog(Sequence[Snapshot]):
-    """Data snapshots, oldest first. Never mutated: :meth:`appended` returns a new log."""
+    """Data snapshots, oldest first. Never mutated: :meth:`appended` returns a new log.
 
-    __slots__ = ("_last", "_runs")
+    Like :class:`~sleeper_spark.state.collections.FileSet`, the newest snapshots are kept as
+    objects (the *tail*) and become one Arrow batch every :data:`TAIL_SNAPSHOTS`.
+    """
 
-    def __init__(self, runs: Runs | None = None, last: Snapshot | None = None) -> None:
+    __slots__ = ("_runs", "_tail", "_tail_batch")
+
+    def __init__(self, runs: Runs | None = None, tail: tuple[Snapshot, ...] = ()) -> None:
         self._runs = runs if runs is not None else Runs(HISTORY_SCHEMA)
-        self._last = last
+        self._tail = tail
+        self._tail_batch: pa.RecordBatch | None = None
 
     @classmethod
     def of(cls, snapshots: Sequence[Snapshot]) -> SnapshotLog:
-        previous = [None, *(s.snapshot_id for s in snapshots[:-1])]
-        rows = [_row(snapshot, before) for snapshot, before in zip(snapshots, previous, strict=True)]
-        table = pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
-        return cls(Runs.of_table(table), snapshots[-1] if snapshots else None)
+        return cls(Runs(HISTORY_SCHEMA).append(_batch(snapshots, None)))
 
     @classmethod
     def of_table(cls, table: pa.Table) -> SnapshotLog:
         return cls(Runs.of_table(table.cast(HISTORY_SCHEMA)))
 
     def table(self) -> pa.Table:
-        return self._runs.table()
+        batches = list(self._runs.batches)
+        if self._tail:
+            if self._tail_batch is None:
+                self._tail_batch = _batch(self._tail, self._last_run_id())
+            batches.append(self._tail_batch)
+        return pa.Table.from_batches(batches, schema=HISTORY_SCHEMA)
 
-    @property
-    def runs(self) -> Runs:
-        return self._runs
+    def _last_run_id(self) -> str | None:
+        if not self._runs.num_rows:
+            return None
+        last = self._runs.batches[-1]
+        value: str | None = last.column("snapshot_id")[last.num_rows - 1].as_py()
+        return value
 
     def appended(self, snapshot: Snapshot) -> SnapshotLog:
-        previous = self[-1].snapshot_id if len(self) else None
-        row = _row(snapshot, previous)
-        batch = pa.RecordBatch.from_pylist([row], schema=HISTORY_SCHEMA)
-        return SnapshotLog(self._runs.append(batch), snapshot)
+        tail = (*self._tail, snapshot)
+        if len(tail) < TAIL_SNAPSHOTS:
+            return SnapshotLog(self._runs, tail)
+        return SnapshotLog(self._runs.append(_batch(tail, self._last_run_id())))
 
     # -- Sequence ------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return self._runs.num_rows
+        return self._runs.num_rows + len(self._tail)
 
     @overload
     def __getitem__(self, index: int) -> Snapshot: ...
@@ -81,18 +92,14 @@ class SnapshotLog(Sequence[Snapshot]):
     def __getitem__(self, index: int | slice) -> Snapshot | list[Snapshot]:
         count = len(self)
         if isinstance(index, slice):
-            start, stop, step = index.indices(count)
-            if step != 1:
-                return [self[i] for i in range(start, stop, step)]
-            return self._decode(start, stop) if start < stop else []
+            return [self[i] for i in range(*index.indices(count))]
         if index < 0:
             index += count
         if not 0 <= index < count:
             raise IndexError("history index out of range")
-        if index == count - 1:
-            if self._last is None:
-                self._last = self._decode(index, count)[0]
-            return self._last
+        stored = self._runs.num_rows
+        if index >= stored:
+            return self._tail[index - stored]
         return self._decode(index, index + 1)[0]
 
     def __iter__(self) -> Iterator[Snapshot]:
@@ -101,33 +108,38 @@ class SnapshotLog(Sequence[Snapshot]):
         for batch in self._runs:
             yield from self._decode(start, start + batch.num_rows)
             start += batch.num_rows
+        yield from self._tail
 
     def __reversed__(self) -> Iterator[Snapshot]:
         return reversed(list(self))
 
     def _decode(self, start: int, stop: int) -> list[Snapshot]:
-        """Rows ``start..stop-1``; the row before is read too, for its id (a parent)."""
+        """Stored rows ``start..stop-1``; the row before is read too, for its id (a parent)."""
         first = max(0, start - 1)
-        rows = self.table().slice(first, stop - first)
+        rows = self._runs.table().slice(first, stop - first)
         return decode_rows(rows, skip=start - first)
 
     # -- lookups -------------------------------------------------------------------------
 
     def last_where(self, column: str, value: Any, **more: Any) -> Snapshot | None:
         """The newest snapshot whose ``column`` equals ``value`` (and each of ``more``)."""
+        wanted = {column: value, **more}
+        for snapshot in reversed(self._tail):
+            if all(getattr(snapshot, name) == expected for name, expected in wanted.items()):
+                return snapshot
+
         def marks(batch: pa.RecordBatch) -> pa.Array:
-            result = pc.fill_null(pc.equal(batch.column(column), value), False)
-            for name, wanted in more.items():
-                result = pc.and_(result, pc.fill_null(pc.equal(batch.column(name), wanted), False))
+            result = None
+            for name, expected in wanted.items():
+                equal = pc.fill_null(pc.equal(batch.column(name), expected), False)
+                result = equal if result is None else pc.and_(result, equal)
             return result
 
-        if not len(self):
-            return None
         found = self._index_of_last(marks)
         return None if found is None else self[found]
 
     def _index_of_last(self, marks_of: MaskBuilder) -> int | None:
-        end = len(self)
+        end = self._runs.num_rows
         for batch in reversed(self._runs.batches):
             end -= int(batch.num_rows)
             marks = marks_of(batch)
@@ -137,6 +149,9 @@ class SnapshotLog(Sequence[Snapshot]):
 
     def version_at(self, timestamp: datetime) -> int | None:
         """The newest version committed at or before ``timestamp``."""
+        for snapshot in reversed(self._tail):
+            if snapshot.committed_at <= timestamp:
+                return snapshot.version
         at = pa.scalar(timestamp, pa.timestamp("us", "UTC"))
         found = self._index_of_last(lambda batch: pc.less_equal(batch.column("committed_at"), at))
         return None if found is None else self[found].version
@@ -152,6 +167,13 @@ class SnapshotLog(Sequence[Snapshot]):
 
     def __repr__(self) -> str:
         return f"SnapshotLog({len(self)} snapshots)"
+
+
+def _batch(snapshots: Sequence[Snapshot], previous_id: str | None) -> pa.RecordBatch:
+    """Snapshots as history rows; ``previous_id`` is the id of the row before the first."""
+    previous = [previous_id, *(s.snapshot_id for s in snapshots)][: len(snapshots)]
+    rows = [_row(snapshot, before) for snapshot, before in zip(snapshots, previous, strict=True)]
+    return pa.RecordBatch.from_pylist(rows, schema=HISTORY_SCHEMA)
 
 
 def _row(snapshot: Snapshot, previous_id: str | None) -> dict[str, Any]:
@@ -175,7 +197,7 @@ def decode_rows(rows: pa.Table, skip: int = 0) -> list[Snapshot]:
             fields["parent_id"] = column["parent_id"][i]
         text = column["metadata"][i]
         fields["metadata"] = json.loads(text) if text else {}
-        snapshots.append(Snapshot.model_construct(**fields))
+        snapshots.append(Snapshot.model_validate(fields))
     return snapshots
 
 

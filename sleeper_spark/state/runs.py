@@ -3,10 +3,12 @@
 A state's files and history grow by a few rows per commit and are shared by every reader of
 that state, so they are never changed in place. Appending makes a new tuple that shares every
 existing batch (zero-copy) plus one small batch; to keep the number of batches low, the newest
-ones are merged like a binary counter: while the run before the last holds at most twice the
-rows of the last, the two become one. Runs then shrink geometrically, so a table of n rows has
-about log2(n) of them, and each row is copied O(log n) times over its life. Runs stop merging
-at :data:`MAX_RUN_ROWS`, so no single commit copies more than that many rows.
+ones are merged in tiers, as in a log-structured merge tree: a run's tier is log8 of its row
+count, and when the newest :data:`FAN_IN` runs share a tier they become one run of the next
+tier. A table of n rows then has at most ``FAN_IN - 1`` runs per tier (a few dozen), and each
+row is copied about once per tier over its life — merging is rare and cheap per commit, where
+merging pairwise would copy on almost every commit. Runs stop merging at
+:data:`MAX_RUN_ROWS`, so no single commit copies more than that many rows.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 MAX_RUN_ROWS = 1 << 16
+FAN_IN = 8
 MaskBuilder = Callable[[pa.RecordBatch], pa.Array]
 
 
@@ -54,18 +57,19 @@ class Runs:
         if batch.num_rows == 0:
             return self
         runs = [*self._batches, batch]
-        while len(runs) >= 2:
-            last, before = runs[-1], runs[-2]
-            if before.num_rows > 2 * last.num_rows or before.num_rows + last.num_rows > MAX_RUN_ROWS:
+        while len(runs) >= FAN_IN:
+            newest = runs[-FAN_IN:]
+            tier = _tier(newest[-1])
+            if any(_tier(b) != tier for b in newest) or sum(b.num_rows for b in newest) > MAX_RUN_ROWS:
                 break
-            runs[-2:] = [_concat(before, last)]
+            runs[-FAN_IN:] = [_concat(newest)]
         return Runs(self.schema, tuple(runs))
 
     def filter(self, keep: list[pa.BooleanArray | None]) -> Runs:
         """Keeps the rows ``keep`` marks, one mask per run; ``None`` keeps a run whole (no copy)."""
         batches = tuple(b if mask is None else b.filter(mask) for b, mask in zip(self._batches, keep, strict=True))
         runs = Runs(self.schema, batches)
-        return runs._compacted() if len(runs._batches) > 2 * max(1, self._rows.bit_length()) + 8 else runs
+        return runs._compacted() if len(runs._batches) > FAN_IN * (max(1, self._rows.bit_length()) // 3 + 2) else runs
 
     def _compacted(self) -> Runs:
         """After many removals: the same rows in few full runs."""
@@ -96,6 +100,10 @@ class Runs:
 
 
 
-def _concat(first: pa.RecordBatch, second: pa.RecordBatch) -> pa.RecordBatch:
-    combined = pa.Table.from_batches([first, second]).combine_chunks().to_batches()
-    return combined[0]
+def _tier(batch: pa.RecordBatch) -> int:
+    return (int(batch.num_rows).bit_length() - 1) // 3
+
+
+def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    combined: pa.RecordBatch = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+    return combined

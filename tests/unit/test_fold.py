@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta, timezone
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -25,7 +26,7 @@ from sleeper_spark.models import (
     TableSchema,
     Transaction,
 )
-from sleeper_spark.state import TableState, apply, fold, validate
+from sleeper_spark.state import TableState, apply, collections, fold, history, validate
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events, memory_catalog
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -171,23 +172,28 @@ def test_the_columnar_fold_agrees_with_a_dict_of_files(ops: list[tuple[str, int,
     numbered: list[tuple[int, Transaction]] = [(1, create())]
     for kind, count, rows in ops:
         n = len(numbered) + 1
+        parent = f"s{n - 1}" if n > 2 and rows % 4 else (None if rows % 8 else "elsewhere")
         txn: Transaction
         if kind == "replace":
             removed = tuple(list(model)[:count])
             added = tuple(varied_file(f"r{n}-{i}", rows + i) for i in range(count % 3))
-            txn = ReplaceFiles(operation="compact", removed=removed, added=added, **common(n))  # type: ignore[arg-type]
+            txn = ReplaceFiles(operation="compact", removed=removed, added=added, parent_id=parent,
+                               **common(n))  # type: ignore[arg-type]
             for path in removed:
                 del model[path]
         else:
             added = tuple(varied_file(f"f{n}-{i}", rows + i) for i in range(count))
             app = {"app_id": "ingest", "app_version": rows} if kind == "app" else {}
-            txn = AddFiles(operation="append", files=added, **app, **common(n))  # type: ignore[arg-type]
+            txn = AddFiles(operation="append", files=added, parent_id=parent, **app, **common(n))  # type: ignore[arg-type]
             if kind == "app":
                 app_versions["ingest"] = max(rows, app_versions.get("ingest", rows))
         model.update({f.path: (f, n) for f in added})
         numbered.append((n, txn))
-    # When the log is folded
-    state = fold(numbered)
+    # When the log is folded, with tiny tails so that files and history go through Arrow batches,
+    # their merges and their filtering as much as through the tails
+    with patch.object(collections, "TAIL_FILES", 3), patch.object(history, "TAIL_SNAPSHOTS", 2):
+        state = fold(numbered)
+        restored = decode_state(encode_state(state), "test")
     # Then the state holds exactly the model's files, in order, with the versions that added them
     assert state.files.values() == [f for f, _ in model.values()]
     assert state.files.table().column("added_version").to_pylist() == [v for _, v in model.values()]
@@ -198,6 +204,8 @@ def test_the_columnar_fold_agrees_with_a_dict_of_files(ops: list[tuple[str, int,
     assert [s.files_added for s in state.history] == [
         len(t.files) if isinstance(t, AddFiles) else len(t.added) for _, t in numbered[1:]  # type: ignore[union-attr]
     ]
+    assert [s.parent_id for s in state.history] == [t.parent_id for _, t in numbered[1:]]
+    assert restored == state and restored.files.values() == state.files.values()
 
 
 def test_apply_leaves_the_state_it_was_given_unchanged() -> None:
