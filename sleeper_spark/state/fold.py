@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import singledispatch
-from types import MappingProxyType
 
 from sleeper_spark.errors import CommitConflictError, CorruptLogError, SchemaMismatchError
 from sleeper_spark.models import (
@@ -24,7 +23,7 @@ from sleeper_spark.models import (
     TransactionBase,
 )
 from sleeper_spark.state.collections import FileSet
-from sleeper_spark.state.table_state import TableState
+from sleeper_spark.state.table_state import ReadOnlyDict, TableState
 
 
 def initial_state(create: CreateTable) -> TableState:
@@ -158,7 +157,7 @@ def _(txn: SetProperties, state: TableState) -> TableState:
     properties = {**state.properties, **txn.set}
     for key in txn.unset:
         properties.pop(key, None)
-    return _record(txn, replace(state, properties=MappingProxyType(properties)))
+    return _record(txn, replace(state, properties=ReadOnlyDict(properties)))
 
 
 # -- shared --------------------------------------------------------------------------------
@@ -196,6 +195,6 @@ def _record(txn: TransactionBase, state: TableState, *, files: FileSet | None = 
     app_versions = state.app_versions
     if txn.app_id is not None and txn.app_version is not None:
         highest = max(txn.app_version, app_versions.get(txn.app_id, txn.app_version))
-        app_versions = MappingProxyType({**app_versions, txn.app_id: highest})
+        app_versions = ReadOnlyDict({**app_versions, txn.app_id: highest})
     return replace(state, version=version, files=files if files is not None else state.files,
                    history=state.history.appended(snapshot), app_versions=app_versions)

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from typing import Any, NoReturn, TypeVar
 
 from sleeper_spark.models import Snapshot, TableSchema
 from sleeper_spark.state.collections import FileSet
 from sleeper_spark.state.file_columns import FileLayout
 from sleeper_spark.state.history import SnapshotLog
+
+V = TypeVar("V")
+
+
+class ReadOnlyDict(dict[str, V]):
+    """A dict that refuses changes: a state's properties and app versions, shared between threads.
+
+    A real dict, so that code which serialises a state's fields (JSON, the CLI) sees a dict.
+    """
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("a table state is never changed; apply() makes a new one")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return ReadOnlyDict, (dict(self),)
+
+    def __copy__(self) -> ReadOnlyDict[V]:
+        return self
 
 
 @dataclass(frozen=True, eq=True)
@@ -28,17 +48,17 @@ class TableState:
     schema: TableSchema
     partition_by: tuple[str, ...]
     event_time_column: str | None
-    properties: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    properties: Mapping[str, str] = field(default_factory=lambda: ReadOnlyDict({}))
     files: FileSet = None  # type: ignore[assignment]  # filled in by __post_init__ when not given
     history: SnapshotLog = field(default_factory=SnapshotLog)  # data snapshots, oldest first
-    app_versions: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # highest per app
+    app_versions: Mapping[str, int] = field(default_factory=lambda: ReadOnlyDict({}))  # highest per app
     version: int = 1  # number of the last transaction applied
 
     def __post_init__(self) -> None:
-        if not isinstance(self.properties, MappingProxyType):
-            object.__setattr__(self, "properties", MappingProxyType(dict(self.properties)))
-        if not isinstance(self.app_versions, MappingProxyType):
-            object.__setattr__(self, "app_versions", MappingProxyType(dict(self.app_versions)))
+        if not isinstance(self.properties, ReadOnlyDict):
+            object.__setattr__(self, "properties", ReadOnlyDict(dict(self.properties)))
+        if not isinstance(self.app_versions, ReadOnlyDict):
+            object.__setattr__(self, "app_versions", ReadOnlyDict(dict(self.app_versions)))
         if self.files is None:
             object.__setattr__(self, "files", FileSet(self.layout))
 

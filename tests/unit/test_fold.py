@@ -222,6 +222,8 @@ def test_apply_leaves_the_state_it_was_given_unchanged() -> None:
     assert state.files.values() == files and list(state.history) == history
     assert state.version == version and dict(state.app_versions) == apps and dict(state.properties) == {}
     assert state.schema == SCHEMA
+    with pytest.raises(TypeError, match="never changed"):
+        state.app_versions["ingest"] = 99  # type: ignore[index]
 
 
 def test_a_state_handed_out_before_a_commit_is_unchanged_after_it(memory_backend: InMemoryLogBackend) -> None:
