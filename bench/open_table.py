@@ -152,7 +152,7 @@ def commit_p50(table: ss.Table, count: int) -> float:
 
 def real_files(report: Report, warehouse: str, quick: bool) -> None:
     catalog = ss.Catalog.local(warehouse)
-    appends = 10 if quick else 100
+    appends = 3 if quick else 100
     big = files_table(catalog, "files", appends, 1000)
     big.create_state_snapshot()
     count = appends * 1000
@@ -213,7 +213,7 @@ def synthetic_state(table: ss.Table, appends: int, per_append: int) -> TableStat
 
 
 def synthetic(report: Report, warehouse: str, quick: bool) -> None:
-    appends = 100 if quick else 1000
+    appends = 20 if quick else 1000
     count = appends * 1000
     table = ss.Catalog.local(warehouse).create_table("synthetic", FILES_SCHEMA, partition_by=["p"])
     table.head.state_snapshots.write(synthetic_state(table, appends, 1000))
@@ -230,7 +230,7 @@ def run(report: Report, quick: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-open-"))
     try:
         warehouse = str(work)
-        transactions(report, warehouse, [1_000, 10_000] if quick else [1_000, 10_000, 100_000])
+        transactions(report, warehouse, [500, 2_000] if quick else [1_000, 10_000, 100_000])
         real_files(report, warehouse, quick)
         synthetic(report, warehouse, quick)
     finally:
