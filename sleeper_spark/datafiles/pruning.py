@@ -33,7 +33,6 @@ from sleeper_spark.datafiles.stats import partition_value_to_string
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.state.file_columns import FileLayout
 
-Compare = Callable[[pa.Array, pa.Scalar], pa.Array]
 # name: (may be TRUE given the bounds, may be FALSE given the bounds) for "column <op> literal"
 _COMPARISONS: dict[str, tuple[Callable[[pa.Array, pa.Array, pa.Scalar], pa.Array],
                               Callable[[pa.Array, pa.Array, pa.Scalar], pa.Array]]] = {

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 MAX_RUN_ROWS = 1 << 16
 FAN_IN = 8
@@ -88,16 +87,6 @@ class Runs:
         """The rows for which ``mask_of(run)`` is true, as one table."""
         kept = [b.filter(mask_of(b)) for b in self._batches]
         return pa.Table.from_batches([b for b in kept if b.num_rows] or [], schema=self.schema)
-
-    def take_last_where(self, mask_of: MaskBuilder) -> pa.Table:
-        """The last row for which ``mask_of(run)`` is true (an empty table if none is)."""
-        for batch in reversed(self._batches):
-            mask = mask_of(batch)
-            if pc.any(mask).as_py():
-                indices = pc.indices_nonzero(mask)
-                return pa.Table.from_batches([batch.take(indices[-1:])])
-        return self.schema.empty_table()
-
 
 
 def _tier(batch: pa.RecordBatch) -> int:
