@@ -166,6 +166,15 @@ class TableHead:
         state = self._travelled = self._load(at_most=version)
         return state
 
+    def snapshot_at(self, version: int) -> Snapshot | None:
+        """The data snapshot with this version, ``None`` if that transaction made none.
+
+        A warm head answers from memory; otherwise only the log up to ``version`` is read.
+        """
+        known = self._state
+        state = known if known is not None and version <= known.version else self.state_at(version)
+        return state.history.last_where("version", version)
+
     def _load(self, at_most: int | None) -> TableState:
         start = self.state_snapshots.load_newest(at_most=at_most)
         after = start.version if start else 0

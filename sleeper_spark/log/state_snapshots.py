@@ -1,6 +1,8 @@
 """State snapshots: the table state at transaction N as one file, plus a forward-only pointer.
 
-Files live at ``<table>/_state/<20-digit N>.parquet`` on the object store (write-once).
+Files live at ``<table>/_state/<20-digit N>.parquet`` on the object store (write-once); the
+name predates format 2, which is Arrow IPC — the first bytes say which format a file holds
+(see :mod:`sleeper_spark.log.state_codec`).
 The pointer names the newest one; it only ever moves forward, so a slow writer of an old state
 snapshot can never hide a newer one. A reader loads the pointed-to state and then the log tail.
 """

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from sleeper_spark.datafiles.pruning import prune_files
 from sleeper_spark.datafiles.writer import DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.maintenance import rewrite
@@ -85,8 +84,7 @@ def plan_compaction(table: Table, target_file_bytes: int = DEFAULT_TARGET_FILE_B
             f"not a {type(where).__name__}"
         )
     state = table.state()
-    files = prune_files(list(state.files.values()), state.schema, where)
-    groups = plan_groups(files, state.partition_by, target_file_bytes)
+    groups = plan_groups(state, where, target_file_bytes)
     return CompactionPlan(state.version, target_file_bytes, tuple(groups))
 
 

@@ -22,6 +22,7 @@ nothing matched, so every call leaves a record). It conflicts like a compaction.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -35,6 +36,7 @@ from sleeper_spark.maintenance.planning import pack
 from sleeper_spark.maintenance.progress import Progress
 from sleeper_spark.maintenance.replacement import commit_replacement
 from sleeper_spark.models import FileRef, Snapshot, TableSchema
+from sleeper_spark.table.reading import planned_files
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
@@ -48,9 +50,8 @@ def delete_where(table: Table, spark: Any, predicate: pc.Expression, *, executor
     rewrite.check_executor(executor)
     state = table.state()
     check_predicate(predicate, state.schema)
-    files = list(state.files.values())
-    candidates = prune_files(files, state.schema, predicate)
-    whole = wholly_matched(candidates, state.schema, predicate)
+    candidates = planned_files(state, predicate)
+    whole = wholly_matched(candidates, state.schema, predicate, state.partition_by)
     partial = [f for f in candidates if f.path not in whole]
     results: list[rewrite.RewriteResult] = []
     if partial:
@@ -91,11 +92,12 @@ def rows_to_keep(predicate: pc.Expression) -> pc.Expression:
     return ~predicate | predicate.is_null()
 
 
-def wholly_matched(files: list[FileRef], schema: TableSchema, predicate: pc.Expression) -> set[str]:
+def wholly_matched(files: list[FileRef], schema: TableSchema, predicate: pc.Expression,
+                   partition_by: Sequence[str] = ()) -> set[str]:
     """Paths of files whose statistics prove every row matches ``predicate``.
 
     A file is pruned for the filter "keep" exactly when its guarantee makes "keep" false (or
     null) for every row, i.e. when no row would survive the delete.
     """
-    survivors = {f.path for f in prune_files(files, schema, rows_to_keep(predicate))}
+    survivors = {f.path for f in prune_files(files, schema, rows_to_keep(predicate), partition_by)}
     return {f.path for f in files if f.path not in survivors}

@@ -16,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
+
+from sleeper_spark.datafiles.pruning import prune_table
 from sleeper_spark.models import FileRef
+from sleeper_spark.state import TableState
 
 PartitionKey = tuple[str | None, ...]
 
@@ -38,11 +42,16 @@ def small_file_limit(target_file_bytes: int) -> int:
     return target_file_bytes // 2
 
 
-def plan_groups(files: Sequence[FileRef], partition_by: tuple[str, ...], target_file_bytes: int) -> list[FileGroup]:
-    """The groups a compaction to ``target_file_bytes`` rewrites (see the module doc)."""
+def plan_groups(state: TableState, where: pc.Expression | None, target_file_bytes: int) -> list[FileGroup]:
+    """The groups a compaction of the files ``where`` allows, to ``target_file_bytes`` (see the module doc).
+
+    Files are chosen on the state's files table (pruned, then filtered by size, vectorized);
+    FileRefs are built only for the small files.
+    """
     limit = small_file_limit(target_file_bytes)
-    small = [f for f in files if f.size_bytes < limit]
-    groups = pack(small, partition_by, target_file_bytes)
+    candidates = prune_table(state.files.table(), state.schema, state.partition_by, where)
+    small = state.layout.file_refs(candidates.filter(pc.less(candidates.column("size_bytes"), limit)))
+    groups = pack(small, state.partition_by, target_file_bytes)
     return [g for g in groups if len(g.files) > 1]
 
 

@@ -21,13 +21,12 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from sleeper_spark.datafiles.pruning import prune_files
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.spark.filters import any_of, prune_expression
 from sleeper_spark.spark.options import GUARD_COLUMN, open_catalog
 from sleeper_spark.spark.scans import is_guard, record_scan
-from sleeper_spark.table.reading import read_file
+from sleeper_spark.table.reading import planned_files, read_file
 
 
 @dataclass(frozen=True)
@@ -82,13 +81,13 @@ class SleeperReader(DataSourceReader):
     def planned_files(self) -> list[FileRef]:
         """The files a scan reads after pruning (what :meth:`partitions` spreads over tasks)."""
         catalog = open_catalog(dict(self.target.options))
-        files = list(catalog.table(self.target.table).state(self.target.version).files.values())
+        state = catalog.table(self.target.table).state(self.target.version)
         if self.scans is None:
-            return files
+            return planned_files(state, None)
         arrow_schema = self.target.schema.to_arrow()
         alternatives = [[e for f in scan if (e := prune_expression(f, arrow_schema)) is not None]
                         for scan in self.scans]
-        return prune_files(files, self.target.schema, any_of(alternatives))
+        return planned_files(state, any_of(alternatives))
 
     def partitions(self) -> list[InputPartition]:
         files = self.planned_files()

@@ -1,138 +1,179 @@
-"""Lean containers for the files and history of a TableState.
+"""The files of a TableState: immutable, column-oriented, cheap to extend.
 
-A table with 100 k files must open in well under a second and hold its state in under 1 KiB
-per file. Pydantic objects cost ~2.5 KiB per file and ~25 µs each to build, so the state keeps
-every FileRef and Snapshot as its compact JSON text and builds the object only when someone
-asks for it. Loading a state snapshot therefore parses no JSON at all; the commit path touches
-only the paths and the newest snapshot.
+The files are Arrow record batches (:class:`~sleeper_spark.state.runs.Runs`), so a state with a
+million files stays a few hundred bytes per file, loads from a state snapshot without parsing
+anything per file, and prunes with vectorized compute. The newest few files are kept as a
+tuple of FileRefs instead (the *tail*): building Arrow arrays costs tens of microseconds per
+column, which a commit of one file should not pay; the tail becomes one batch every
+:data:`TAIL_FILES` files.
+
+A commit makes a new FileSet that shares every batch (and the tail's FileRefs) with the old
+one; nothing is changed in place, so a state handed to a reader stays exactly as it was while
+other threads commit. The one thing a FileSet computes after construction is the Arrow form of
+its own tail, which it caches: the same value whoever computes it first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
-from typing import overload
+from collections.abc import Iterator, Sequence
 
-from pydantic import ValidationError
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from sleeper_spark.errors import CorruptLogError
-from sleeper_spark.models import FileRef, Snapshot
+from sleeper_spark.models import FileRef
+from sleeper_spark.state.file_columns import PATH_HASH, FileLayout, path_hash
+from sleeper_spark.state.runs import Runs
+
+TAIL_FILES = 256
+# For up to this many paths, one equality pass per path beats building a hash set per run.
+_EQUALITY_PASSES = 8
+
+Tail = tuple[tuple[FileRef, int | None], ...]  # (file, the version that added it), oldest first
 
 
-def _to_json(model: FileRef | Snapshot) -> str:
-    return model.model_dump_json(exclude_none=True)
+class FileSet:
+    """The live files of a state by path, in commit order (read-only, Mapping-like)."""
 
+    __slots__ = ("_runs", "_tail", "_tail_batch", "layout")
 
-class FileMap(MutableMapping[str, FileRef]):
-    """Active files by path, in commit order; values are stored as JSON text."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw: dict[str, str] | None = None) -> None:
-        self._raw: dict[str, str] = raw if raw is not None else {}
+    def __init__(self, layout: FileLayout, runs: Runs | None = None, tail: Tail = ()) -> None:
+        self.layout = layout
+        self._runs = runs if runs is not None else Runs(layout.arrow)
+        self._tail = tail
+        self._tail_batch: pa.RecordBatch | None = None
 
     @classmethod
-    def of(cls, files: Iterable[FileRef]) -> FileMap:
-        return cls({f.path: _to_json(f) for f in files})
+    def of(cls, layout: FileLayout, files: Sequence[FileRef], added_version: int | None) -> FileSet:
+        batch = layout.batch(files, [added_version] * len(files))
+        return cls(layout, Runs(layout.arrow).append(batch))
 
-    def __getitem__(self, path: str) -> FileRef:
-        text = self._raw[path]
-        try:
-            return FileRef.model_validate_json(text)
-        except ValidationError as error:
-            raise CorruptLogError(f"the state's entry for file {path} is damaged: {error.errors()[0]['msg']}") from None
+    @classmethod
+    def of_table(cls, layout: FileLayout, table: pa.Table) -> FileSet:
+        return cls(layout, Runs.of_table(table.cast(layout.arrow)))
 
-    def __setitem__(self, path: str, file: FileRef) -> None:
-        self._raw[path] = _to_json(file)
+    # -- reading -------------------------------------------------------------------------
 
-    def __delitem__(self, path: str) -> None:
-        del self._raw[path]
+    def table(self) -> pa.Table:
+        """Every column, including the internal ``path_hash`` (see :mod:`.file_columns`)."""
+        return pa.Table.from_batches(self.batches(), schema=self.layout.arrow)
+
+    def batches(self) -> list[pa.RecordBatch]:
+        tail = self._arrow_tail()
+        return [*self._runs.batches, tail] if tail is not None else list(self._runs.batches)
+
+    def _arrow_tail(self) -> pa.RecordBatch | None:
+        if not self._tail:
+            return None
+        if self._tail_batch is None:
+            self._tail_batch = self.layout.batch([f for f, _ in self._tail], [v for _, v in self._tail])
+        return self._tail_batch
+
+    def __len__(self) -> int:
+        return self._runs.num_rows + len(self._tail)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
+        for batch in self._runs:
+            yield from batch.column("path").to_pylist()
+        for file, _ in self._tail:
+            yield file.path
 
-    def __len__(self) -> int:
-        return len(self._raw)
+    def paths(self) -> list[str]:
+        return list(self)
+
+    def values(self) -> list[FileRef]:
+        return [*self.layout.file_refs(self._runs.table()), *self.tail_files()]
+
+    def tail_files(self) -> list[FileRef]:
+        return [f for f, _ in self._tail]
+
+    def items(self) -> list[tuple[str, FileRef]]:
+        return [(f.path, f) for f in self.values()]
 
     def __contains__(self, path: object) -> bool:
-        return path in self._raw
+        return isinstance(path, str) and bool(self.present([path]))
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FileMap):
-            return self._raw == other._raw
-        return super().__eq__(other)
+    def __getitem__(self, path: str) -> FileRef:
+        for file, _ in self._tail:
+            if file.path == path:
+                return file
+        rows = self._runs.where(lambda batch: self._marks(batch, [path]))
+        if rows.num_rows == 0:
+            raise KeyError(path)
+        return self.layout.file_refs(rows)[0]
 
-    __hash__ = None  # type: ignore[assignment]
-
-    def raw_items(self) -> Iterable[tuple[str, str]]:
-        """(path, JSON) pairs, for writing a state snapshot without re-encoding."""
-        return self._raw.items()
-
-    def copy(self) -> FileMap:
-        return FileMap(dict(self._raw))
-
-
-class SnapshotLog(Sequence[Snapshot]):
-    """The data snapshots of a table, oldest first; stored as JSON text, the newest kept built."""
-
-    __slots__ = ("_last", "_raw")
-
-    def __init__(self, raw: list[str] | None = None) -> None:
-        self._raw: list[str] = raw if raw is not None else []
-        self._last: Snapshot | None = None
-
-    @classmethod
-    def of(cls, snapshots: Iterable[Snapshot]) -> SnapshotLog:
-        return cls([_to_json(s) for s in snapshots])
-
-    def append(self, snapshot: Snapshot) -> None:
-        self._raw.append(_to_json(snapshot))
-        self._last = snapshot
-
-    def _decode(self, index: int) -> Snapshot:
+    def get(self, path: str) -> FileRef | None:
         try:
-            return Snapshot.model_validate_json(self._raw[index])
-        except ValidationError as error:
-            raise CorruptLogError(f"the state's history entry {index} is damaged: {error.errors()[0]['msg']}") from None
+            return self[path]
+        except KeyError:
+            return None
 
-    @overload
-    def __getitem__(self, index: int) -> Snapshot: ...
+    def present(self, paths: Sequence[str]) -> list[str]:
+        """Those of ``paths`` that are live files (vectorized over the batches)."""
+        if not paths or not len(self):
+            return []
+        found = {f.path for f, _ in self._tail}.intersection(paths)
+        if self._runs.num_rows:
+            # One pass over all batches as a chunked column: the cost per call, not per batch,
+            # dominates for the few paths of a commit.
+            stored = self._runs.table()
+            marks = self._marks(stored, paths)
+            if pc.any(marks).as_py():
+                found.update(stored.filter(marks).column("path").to_pylist())
+        return [p for p in paths if p in found]
 
-    @overload
-    def __getitem__(self, index: slice) -> list[Snapshot]: ...
+    def _marks(self, batch: pa.RecordBatch | pa.Table, paths: Sequence[str]) -> pa.Array:
+        """True where the row's path is one of ``paths``: hashes first, then the strings that match."""
+        hashes = batch.column(PATH_HASH)
+        if len(paths) <= _EQUALITY_PASSES:
+            marks = pc.equal(hashes, pa.scalar(path_hash(paths[0]), pa.uint64()))
+            for path in paths[1:]:
+                marks = pc.or_(marks, pc.equal(hashes, pa.scalar(path_hash(path), pa.uint64())))
+        else:
+            marks = pc.is_in(hashes, value_set=pa.array([path_hash(p) for p in paths], pa.uint64()))
+        if not pc.any(marks).as_py():
+            return marks
+        # A hash match is almost always the path itself; the strings settle it.
+        return pc.and_(marks, pc.is_in(batch.column("path"), value_set=pa.array(list(paths), pa.string())))
 
-    def __getitem__(self, index: int | slice) -> Snapshot | list[Snapshot]:
-        if isinstance(index, slice):
-            return [self._decode(i) for i in range(len(self._raw))[index]]
-        if index in (-1, len(self._raw) - 1) and self._raw:
-            if self._last is None:
-                self._last = self._decode(-1)
-            return self._last
-        return self._decode(index)
+    # -- new file sets -------------------------------------------------------------------
 
-    def __len__(self) -> int:
-        return len(self._raw)
+    def added(self, files: Sequence[FileRef], added_version: int | None) -> FileSet:
+        if not files:
+            return self
+        tail = self._tail + tuple((f, added_version) for f in files)
+        if len(tail) < TAIL_FILES:
+            return FileSet(self.layout, self._runs, tail)
+        batch = self.layout.batch([f for f, _ in tail], [v for _, v in tail])
+        return FileSet(self.layout, self._runs.append(batch))
 
-    def __iter__(self) -> Iterator[Snapshot]:
-        for index in range(len(self._raw)):
-            yield self._decode(index)
+    def removed(self, paths: Sequence[str]) -> tuple[FileSet, int]:
+        """Without ``paths`` (every one must be live), and the row count they held."""
+        if not paths:
+            return self, 0
+        doomed = set(paths)
+        rows_removed = sum(f.row_count for f, _ in self._tail if f.path in doomed)
+        tail = tuple(entry for entry in self._tail if entry[0].path not in doomed)
+        masks: list[pa.BooleanArray | None] = []
+        for batch in self._runs:
+            marks = self._marks(batch, paths)
+            if not pc.any(marks).as_py():
+                masks.append(None)
+                continue
+            rows_removed += pc.sum(pc.filter(batch.column("row_count"), marks)).as_py() or 0
+            masks.append(pc.invert(marks))
+        runs = self._runs.filter(masks) if any(m is not None for m in masks) else self._runs
+        return FileSet(self.layout, runs, tail), rows_removed
 
-    def __reversed__(self) -> Iterator[Snapshot]:
-        for index in range(len(self._raw) - 1, -1, -1):
-            yield self._decode(index)
+    def with_layout(self, layout: FileLayout) -> FileSet:
+        """The same files under a schema with more columns (their statistics unknown)."""
+        return FileSet(layout, self._runs.with_schema(layout.arrow), self._tail)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, SnapshotLog):
-            return self._raw == other._raw
-        if isinstance(other, list):
-            return list(self) == other
-        return NotImplemented
+        if not isinstance(other, FileSet):
+            return NotImplemented
+        return self.layout == other.layout and bool(self.table().equals(other.table()))
 
     __hash__ = None  # type: ignore[assignment]
 
-    def raw(self) -> list[str]:
-        return self._raw
-
-    def copy(self) -> SnapshotLog:
-        clone = SnapshotLog(list(self._raw))
-        clone._last = self._last
-        return clone
+    def __repr__(self) -> str:
+        return f"FileSet({len(self)} files)"

@@ -1,13 +1,14 @@
 """The pure fold: ``validate(txn, state)`` and ``apply(txn, state)``, one handler per type.
 
 Pure in the sense that matters for event sourcing: no I/O, no clock, no randomness — the same
-transactions always produce the same state. ``apply`` updates ``state`` in place and returns
-it (see :class:`TableState`); ``validate`` never changes it.
+transactions always produce the same state. ``apply`` returns a new state and leaves ``state``
+as it was (states are shared between threads; see :class:`TableState`); ``validate`` only reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import singledispatch
 
 from sleeper_spark.errors import CommitConflictError, CorruptLogError, SchemaMismatchError
@@ -21,7 +22,8 @@ from sleeper_spark.models import (
     Transaction,
     TransactionBase,
 )
-from sleeper_spark.state.table_state import TableState
+from sleeper_spark.state.collections import FileSet
+from sleeper_spark.state.table_state import ReadOnlyDict, TableState
 
 
 def initial_state(create: CreateTable) -> TableState:
@@ -53,7 +55,7 @@ def fold(transactions: Iterable[tuple[int, Transaction]], state: TableState | No
             raise CorruptLogError(
                 f"table {state.name!r}: transaction {number} follows {state.version}; the log has a gap"
             )
-        apply(txn, state)
+        state = apply(txn, state)
     if state is None:
         raise CorruptLogError("the log holds no transactions")
     return state
@@ -67,7 +69,7 @@ def validate(txn: TransactionBase, state: TableState) -> None:
 
 @singledispatch
 def apply(txn: TransactionBase, state: TableState) -> TableState:
-    """Applies a valid ``txn`` to ``state`` (in place) and returns it."""
+    """The state after a valid ``txn``; ``state`` itself is left unchanged."""
     raise TypeError(f"no apply rule for {type(txn).__name__}")
 
 
@@ -94,11 +96,10 @@ def _(txn: AddFiles, state: TableState) -> None:
 
 @apply.register
 def _(txn: AddFiles, state: TableState) -> TableState:
-    for file in txn.files:
-        state.files[file.path] = file
-    _record(txn, state, rows_added=sum(f.row_count for f in txn.files), files_added=len(txn.files),
-            bytes_added=sum(f.size_bytes for f in txn.files))
-    return state
+    version = state.version + 1
+    return _record(txn, state, files=state.files.added(txn.files, version),
+                   rows_added=sum(f.row_count for f in txn.files), files_added=len(txn.files),
+                   bytes_added=sum(f.size_bytes for f in txn.files))
 
 
 # -- replace_files -------------------------------------------------------------------------
@@ -106,7 +107,8 @@ def _(txn: AddFiles, state: TableState) -> TableState:
 
 @validate.register
 def _(txn: ReplaceFiles, state: TableState) -> None:
-    gone = [path for path in txn.removed if path not in state.files]
+    live = set(state.files.present(list(txn.removed)))
+    gone = [path for path in txn.removed if path not in live]
     if gone:
         raise CommitConflictError(
             f"table {state.name!r}: {len(gone)} file(s) this {txn.operation} replaces were removed by a "
@@ -117,15 +119,11 @@ def _(txn: ReplaceFiles, state: TableState) -> None:
 
 @apply.register
 def _(txn: ReplaceFiles, state: TableState) -> TableState:
-    rows_removed = 0
-    for path in txn.removed:
-        rows_removed += state.files.pop(path).row_count
-    for file in txn.added:
-        state.files[file.path] = file
-    _record(txn, state, rows_added=sum(f.row_count for f in txn.added), rows_removed=rows_removed,
-            files_added=len(txn.added), files_removed=len(txn.removed),
-            bytes_added=sum(f.size_bytes for f in txn.added))
-    return state
+    remaining, rows_removed = state.files.removed(txn.removed)
+    return _record(txn, state, files=remaining.added(txn.added, state.version + 1),
+                   rows_added=sum(f.row_count for f in txn.added), rows_removed=rows_removed,
+                   files_added=len(txn.added), files_removed=len(txn.removed),
+                   bytes_added=sum(f.size_bytes for f in txn.added))
 
 
 # -- set_schema ----------------------------------------------------------------------------
@@ -142,9 +140,8 @@ def _(txn: SetSchema, state: TableState) -> None:
 
 @apply.register
 def _(txn: SetSchema, state: TableState) -> TableState:
-    state.schema = txn.schema_
-    _record(txn, state)
-    return state
+    files = state.files.with_layout(replace(state, schema=txn.schema_).layout)
+    return _record(txn, replace(state, schema=txn.schema_), files=files)
 
 
 # -- set_properties ------------------------------------------------------------------------
@@ -157,45 +154,47 @@ def _(txn: SetProperties, state: TableState) -> None:
 
 @apply.register
 def _(txn: SetProperties, state: TableState) -> TableState:
-    state.properties.update(txn.set)
+    properties = {**state.properties, **txn.set}
     for key in txn.unset:
-        state.properties.pop(key, None)
-    _record(txn, state)
-    return state
+        properties.pop(key, None)
+    return _record(txn, replace(state, properties=ReadOnlyDict(properties)))
 
 
 # -- shared --------------------------------------------------------------------------------
 
 
 def _refuse_present(paths: Iterable[str], state: TableState) -> None:
-    present = [path for path in paths if path in state.files]
+    present = state.files.present(list(paths))
     if present:
         # Data file names are random UUIDs, so this is a replayed transaction, not bad luck.
         raise CommitConflictError(f"table {state.name!r}: file {present[0]} is in the table already")
 
 
-def _record(txn: TransactionBase, state: TableState, *, rows_added: int = 0, rows_removed: int = 0,
-            files_added: int = 0, files_removed: int = 0, bytes_added: int = 0) -> None:
-    state.version += 1
-    state.history.append(
-        Snapshot(
-            version=state.version,
-            snapshot_id=txn.snapshot_id,
-            parent_id=txn.parent_id,
-            committed_at=txn.committed_at,
-            operation=txn.operation,
-            metadata=txn.metadata,
-            rows_added=rows_added,
-            rows_removed=rows_removed,
-            files_added=files_added,
-            files_removed=files_removed,
-            bytes_added=bytes_added,
-            min_event_time=getattr(txn, "min_event_time", None),
-            max_event_time=getattr(txn, "max_event_time", None),
-            app_id=txn.app_id,
-            app_version=txn.app_version,
-            write_id=txn.write_id,
-        )
+def _record(txn: TransactionBase, state: TableState, *, files: FileSet | None = None, rows_added: int = 0,
+            rows_removed: int = 0, files_added: int = 0, files_removed: int = 0, bytes_added: int = 0) -> TableState:
+    """The next state: ``files`` (or the same files) and one more history entry."""
+    version = state.version + 1
+    snapshot = Snapshot(
+        version=version,
+        snapshot_id=txn.snapshot_id,
+        parent_id=txn.parent_id,
+        committed_at=txn.committed_at,
+        operation=txn.operation,
+        metadata=txn.metadata,
+        rows_added=rows_added,
+        rows_removed=rows_removed,
+        files_added=files_added,
+        files_removed=files_removed,
+        bytes_added=bytes_added,
+        min_event_time=getattr(txn, "min_event_time", None),
+        max_event_time=getattr(txn, "max_event_time", None),
+        app_id=txn.app_id,
+        app_version=txn.app_version,
+        write_id=txn.write_id,
     )
+    app_versions = state.app_versions
     if txn.app_id is not None and txn.app_version is not None:
-        state.app_versions[txn.app_id] = max(txn.app_version, state.app_versions.get(txn.app_id, txn.app_version))
+        highest = max(txn.app_version, app_versions.get(txn.app_id, txn.app_version))
+        app_versions = ReadOnlyDict({**app_versions, txn.app_id: highest})
+    return replace(state, version=version, files=files if files is not None else state.files,
+                   history=state.history.appended(snapshot), app_versions=app_versions)

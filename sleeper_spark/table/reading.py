@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sleeper_spark.datafiles.pruning import prune_files
+from sleeper_spark.datafiles.pruning import prune_table
 from sleeper_spark.errors import CorruptLogError, SchemaMismatchError, StorageError
 from sleeper_spark.models import FileProblem, FileRef, TableSchema, VerifyReport
+from sleeper_spark.state import TableState
 from sleeper_spark.storage import ObjectStore, join_key
 
 _READ_THREADS = 8
@@ -80,8 +81,19 @@ def _damage(data: bytes, file: FileRef) -> FileProblem | None:
     return None
 
 
+def planned_files(state: TableState, filter: pc.Expression | None) -> list[FileRef]:
+    """The files a read of ``state`` with ``filter`` must open.
+
+    Pruned as one Arrow table, with FileRefs built only for the files kept: a scan that needs
+    100 of a million files builds 100 objects.
+    """
+    kept = prune_table(state.files.table(), state.schema, state.partition_by, filter)
+    return state.layout.file_refs(kept)
+
+
 def scan(store: ObjectStore, table_root: str, files: Sequence[FileRef], schema: TableSchema,
          columns: Sequence[str] | None, filter: pc.Expression | None) -> pa.Table:
+    """Reads ``files`` (already pruned, see :func:`planned_files`) and filters their rows."""
     arrow_schema = schema.to_arrow()
     if columns is not None:
         unknown = [c for c in columns if c not in arrow_schema.names]
@@ -91,8 +103,7 @@ def scan(store: ObjectStore, table_root: str, files: Sequence[FileRef], schema: 
     needed = list(columns) if columns is not None else None
     if needed is not None and filter is not None:
         needed = list(arrow_schema.names)
-    selected = prune_files(files, schema, filter)
-    tables = _parallel(lambda f: read_file(store, table_root, f, arrow_schema, needed, filter), selected)
+    tables = _parallel(lambda f: read_file(store, table_root, f, arrow_schema, needed, filter), files)
     output_schema = pa.schema([arrow_schema.field(c) for c in columns]) if columns is not None else arrow_schema
     if not tables:
         return output_schema.empty_table()

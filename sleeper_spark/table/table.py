@@ -16,6 +16,7 @@ from sleeper_spark.log import TableEntry
 from sleeper_spark.models import FileRef, Snapshot, TableSchema, VacuumReport, VerifyReport
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.state import TableState
+from sleeper_spark.state.file_columns import public_view, with_event_time
 from sleeper_spark.storage import ObjectStore
 from sleeper_spark.table import reading
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
@@ -88,20 +89,16 @@ class Table:
 
     def snapshot(self, version: int) -> Snapshot:
         """The snapshot with this version; :class:`SnapshotNotFoundError` if there is none."""
-        # Through the state at that version, which reads no log entry past it.
-        latest = self.head.state_at(version).latest if version >= 1 else None
-        if latest is None or latest.version != version:
-            raise SnapshotNotFoundError(f"table {self.name!r} has no snapshot with version {version}")
-        return latest
+        snapshot = self.head.snapshot_at(version) if version >= 1 else None
+        if snapshot is not None:
+            return snapshot
+        raise SnapshotNotFoundError(f"table {self.name!r} has no snapshot with version {version}")
 
     def version_at(self, timestamp: datetime) -> int:
         """The version that was current at ``timestamp`` (time travel by time)."""
         if timestamp.tzinfo is None:
             timestamp = timestamp.replace(tzinfo=timezone.utc)
-        current = None
-        for snapshot in self.state().history:
-            if snapshot.committed_at <= timestamp:
-                current = snapshot.version
+        current = self.state().history.version_at(timestamp)
         if current is None:
             raise SnapshotNotFoundError(f"table {self.name!r} had no snapshot at {timestamp.isoformat()}")
         return current
@@ -117,8 +114,23 @@ class Table:
         return version
 
     def files(self, version: int | None = None) -> list[FileRef]:
-        """The data files of the current version, or of ``version``."""
-        return list(self.state(version).files.values())
+        """The data files of the current version, or of ``version`` (built from :meth:`files_table`)."""
+        return self.state(version).files.values()
+
+    def files_table(self, version: int | None = None) -> pa.Table:
+        """The live files of the current version, or of ``version``, as Arrow: one row a file.
+
+        Columns: ``path`` (relative to the table root), ``size_bytes``, ``row_count``,
+        ``checksum``, ``added_version`` (the version that added the file; null if unknown),
+        ``partition.<column>`` (string, nullable; the value as in the path) for each partition
+        column, ``min.<column>`` / ``max.<column>`` (the column's own type; null = unknown) for
+        each column of an orderable type, ``null_count.<column>`` (int64; null = no statistics)
+        for each column, and ``min_event_time`` / ``max_event_time`` (the bounds of the
+        ``event_time_column``; null when the table has none). See
+        :mod:`sleeper_spark.state.file_columns`.
+        """
+        state = self.state(version)
+        return with_event_time(public_view(state.files.table()), state.event_time_column, state.schema)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -163,7 +175,7 @@ class Table:
              filter: pc.Expression | None = None) -> pa.Table:
         """Reads the table (at ``version``) into Arrow, skipping files the filter rules out."""
         state = self.state(version)
-        return reading.scan(self.store, self.root, list(state.files.values()), state.schema, columns, filter)
+        return reading.scan(self.store, self.root, reading.planned_files(state, filter), state.schema, columns, filter)
 
     def read(self, spark: Any, version: int | None = None, timestamp: datetime | None = None) -> Any:
         """The table as a Spark DataFrame (at a version or a time)."""

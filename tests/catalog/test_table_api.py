@@ -74,6 +74,29 @@ def test_scan_prunes_by_partition_and_stats(catalog: ss.Catalog) -> None:
     assert len(kept) == 2
 
 
+def test_files_table_lists_the_live_files_with_typed_statistics(catalog: ss.Catalog) -> None:
+    # Given a partitioned table with an event-time column, two appends and an overwrite of one partition's data
+    schema = pa.schema([("day", pa.string()), ("n", pa.int64()), ("at", pa.timestamp("us", "UTC"))])
+    table = catalog.create_table("clicks", schema, partition_by=["day"], event_time_column="at")
+    at = dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc)
+    first = table.write(pa.table({"day": ["a", "a"], "n": [1, None], "at": [at, at]}, schema=schema))
+    second = table.write(pa.table({"day": [None], "n": [7], "at": [None]}, schema=schema))
+    # When its files table is read
+    files = table.files_table()
+    # Then there is one row per live file, with documented columns and the version that added it
+    assert files.column_names == ["path", "size_bytes", "row_count", "checksum", "added_version", "partition.day",
+                                  "min.day", "min.n", "min.at", "max.day", "max.n", "max.at", "null_count.day",
+                                  "null_count.n", "null_count.at", "min_event_time", "max_event_time"]
+    rows = sorted(files.to_pylist(), key=lambda r: r["added_version"])
+    assert [(r["added_version"], r["partition.day"], r["row_count"]) for r in rows] == [
+        (first.version, "a", 2), (second.version, None, 1)]
+    assert (rows[0]["min.n"], rows[0]["max.n"], rows[0]["null_count.n"]) == (1, 1, 1)
+    assert rows[0]["min_event_time"] == rows[0]["max_event_time"] == at and rows[1]["min_event_time"] is None
+    assert files.schema.field("min.at").type == pa.timestamp("us", "UTC")
+    assert sorted(files.column("path").to_pylist()) == sorted(f.path for f in table.files())
+    assert table.files_table(version=first.version).num_rows == 1
+
+
 @pytest.mark.parametrize(
     "value", ["../escape", "a/b", "k=v", "100%", "..", ".", "", None, "日本語", "x" * 1000, "__HIVE_DEFAULT_PARTITION__"]
 )

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sleeper_spark.log.state_codec import decode_state, encode_state
+from sleeper_spark.errors import CorruptLogError
+from sleeper_spark.log.state_codec import MAGIC, decode_state, encode_state
 from sleeper_spark.models import (
     AddFiles,
     ColumnStats,
@@ -31,7 +33,7 @@ from sleeper_spark.models import (
     decode_transaction,
     encode_transaction,
 )
-from sleeper_spark.state import fold
+from sleeper_spark.state import TableState, fold
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 AT = datetime(2024, 5, 17, 12, 30, 0, tzinfo=timezone.utc)
@@ -87,12 +89,60 @@ def test_each_transaction_type_keeps_its_stored_form(type_tag: str) -> None:
     assert decode_transaction((GOLDEN / f"{type_tag}.json").read_text()) == txn
 
 
+def _plain(value: object) -> object:
+    """A cell as JSON: dates, times and decimals as their ISO/str form."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+def _described(table: pa.Table) -> dict[str, object]:
+    return {"columns": [f"{f.name}: {f.type}" for f in table.schema],
+            "rows": [{k: _plain(v) for k, v in row.items()} for row in table.to_pylist()]}
+
+
+def _golden_state() -> TableState:
+    return fold([(1, EXAMPLES["create_table"]), (2, EXAMPLES["add_files"]), (3, EXAMPLES["replace_files"])])
+
+
 def test_the_state_snapshot_keeps_its_stored_form() -> None:
-    state = fold([(1, EXAMPLES["create_table"]), (2, EXAMPLES["add_files"]), (3, EXAMPLES["replace_files"])])
+    # Given a state with a file, a replaced file and two history entries
+    state = _golden_state()
+    # When it is encoded
     encoded = encode_state(state)
-    table = pq.read_table(pa.BufferReader(encoded))
-    header = json.loads(table.schema.metadata[b"sleeper.state"])
-    rows = [{"kind": k, "key": key, "item": json.loads(i)} for k, key, i in zip(
-        table.column("kind").to_pylist(), table.column("key").to_pylist(), table.column("item").to_pylist(), strict=True)]
-    _check("state_snapshot.json", json.dumps({"header": header, "rows": rows}, indent=2, sort_keys=True) + "\n")
+    # Then its two Arrow tables and header keep their layout and values
+    assert encoded[:8] == MAGIC
+    files_length = int.from_bytes(encoded[8:16], "little")
+    files = pa.ipc.open_file(pa.py_buffer(encoded[16:16 + files_length])).read_all()
+    history = pa.ipc.open_file(pa.py_buffer(encoded[16 + files_length:])).read_all()
+    header = json.loads(files.schema.metadata[b"sleeper.state"])
+    described = {"header": header, "files": _described(files.replace_schema_metadata(None)),
+                 "history": _described(history)}
+    _check("state_snapshot_v2.json", json.dumps(described, indent=2, sort_keys=True) + "\n")
     assert decode_state(encoded, "golden") == state
+
+
+def test_a_format_1_state_snapshot_still_opens() -> None:
+    # Given the bytes a format-1 writer made (JSON items in Parquet rows), rebuilt from its golden file
+    stored = json.loads((GOLDEN / "state_snapshot_v1.json").read_text())
+    rows = pa.table({"kind": [r["kind"] for r in stored["rows"]], "key": [r["key"] for r in stored["rows"]],
+                     "item": [json.dumps(r["item"]) for r in stored["rows"]]})
+    rows = rows.replace_schema_metadata({b"sleeper.state": json.dumps(stored["header"]).encode()})
+    sink = pa.BufferOutputStream()
+    pq.write_table(rows, sink)
+    # When it is decoded
+    restored = decode_state(sink.getvalue().to_pybytes(), "format 1")
+    # Then it is the same state, except that it cannot say which version added each file
+    expected = _golden_state()
+    assert restored.files.values() == expected.files.values()
+    assert list(restored.history) == list(expected.history)
+    assert (restored.version, restored.app_versions, restored.properties) == (
+        expected.version, expected.app_versions, expected.properties)
+    assert restored.files.table().column("added_version").to_pylist() == [None]
+
+
+def test_bytes_of_no_known_format_are_reported_as_a_damaged_state_snapshot() -> None:
+    with pytest.raises(CorruptLogError, match="no known magic"):
+        decode_state(b"something else entirely", "somewhere")

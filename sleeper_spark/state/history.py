@@ -1,0 +1,205 @@
+"""The data snapshots of a table as Arrow columns: immutable, shared between states.
+
+A long-lived table commits one snapshot per write, so history grows as fast as the file list
+and would dominate a state's memory as Python objects. It is kept as record batches
+(:class:`~sleeper_spark.state.runs.Runs`); a :class:`Snapshot` is built only when asked for,
+and the lookups on the commit path (by write id, by app) are vectorized.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, overload
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sleeper_spark.models import Snapshot
+from sleeper_spark.state.runs import MaskBuilder, Runs
+
+TAIL_SNAPSHOTS = 256
+HISTORY_SCHEMA = pa.schema([
+    ("version", pa.int64()), ("snapshot_id", pa.string()),
+    # null when it is the previous snapshot's id (almost always): saves an id per row
+    ("parent_id", pa.string()), ("parent_is_previous", pa.bool_()),
+    ("committed_at", pa.timestamp("us", "UTC")), ("operation", pa.string()),
+    ("metadata", pa.string()),  # a JSON object; null when empty
+    ("rows_added", pa.int64()), ("rows_removed", pa.int64()), ("files_added", pa.int64()),
+    ("files_removed", pa.int64()), ("bytes_added", pa.int64()),
+    ("min_event_time", pa.timestamp("us", "UTC")), ("max_event_time", pa.timestamp("us", "UTC")),
+    ("app_id", pa.string()), ("app_version", pa.int64()), ("write_id", pa.string()),
+])
+_PLAIN = ("version", "snapshot_id", "committed_at", "operation", "rows_added", "rows_removed", "files_added",
+          "files_removed", "bytes_added", "min_event_time", "max_event_time", "app_id", "app_version", "write_id")
+
+
+class SnapshotLog(Sequence[Snapshot]):
+    """Data snapshots, oldest first. Never mutated: :meth:`appended` returns a new log.
+
+    Like :class:`~sleeper_spark.state.collections.FileSet`, the newest snapshots are kept as
+    objects (the *tail*) and become one Arrow batch every :data:`TAIL_SNAPSHOTS`.
+    """
+
+    __slots__ = ("_runs", "_tail", "_tail_batch")
+
+    def __init__(self, runs: Runs | None = None, tail: tuple[Snapshot, ...] = ()) -> None:
+        self._runs = runs if runs is not None else Runs(HISTORY_SCHEMA)
+        self._tail = tail
+        self._tail_batch: pa.RecordBatch | None = None
+
+    @classmethod
+    def of(cls, snapshots: Sequence[Snapshot]) -> SnapshotLog:
+        return cls(Runs(HISTORY_SCHEMA).append(_batch(snapshots, None)))
+
+    @classmethod
+    def of_table(cls, table: pa.Table) -> SnapshotLog:
+        return cls(Runs.of_table(table.cast(HISTORY_SCHEMA)))
+
+    def table(self) -> pa.Table:
+        batches = list(self._runs.batches)
+        if self._tail:
+            if self._tail_batch is None:
+                self._tail_batch = _batch(self._tail, self._last_run_id())
+            batches.append(self._tail_batch)
+        return pa.Table.from_batches(batches, schema=HISTORY_SCHEMA)
+
+    def _last_run_id(self) -> str | None:
+        if not self._runs.num_rows:
+            return None
+        last = self._runs.batches[-1]
+        value: str | None = last.column("snapshot_id")[last.num_rows - 1].as_py()
+        return value
+
+    def appended(self, snapshot: Snapshot) -> SnapshotLog:
+        tail = (*self._tail, snapshot)
+        if len(tail) < TAIL_SNAPSHOTS:
+            return SnapshotLog(self._runs, tail)
+        return SnapshotLog(self._runs.append(_batch(tail, self._last_run_id())))
+
+    # -- Sequence ------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._runs.num_rows + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Snapshot: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Snapshot]: ...
+
+    def __getitem__(self, index: int | slice) -> Snapshot | list[Snapshot]:
+        count = len(self)
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(count))]
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError("history index out of range")
+        stored = self._runs.num_rows
+        if index >= stored:
+            return self._tail[index - stored]
+        return self._decode(index, index + 1)[0]
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        # Decoded a run at a time: memory stays bounded however long the history is.
+        start = 0
+        for batch in self._runs:
+            yield from self._decode(start, start + batch.num_rows)
+            start += batch.num_rows
+        yield from self._tail
+
+    def __reversed__(self) -> Iterator[Snapshot]:
+        return reversed(list(self))
+
+    def _decode(self, start: int, stop: int) -> list[Snapshot]:
+        """Stored rows ``start..stop-1``; the row before is read too, for its id (a parent)."""
+        first = max(0, start - 1)
+        rows = self._runs.table().slice(first, stop - first)
+        return decode_rows(rows, skip=start - first)
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def last_where(self, column: str, value: Any, **more: Any) -> Snapshot | None:
+        """The newest snapshot whose ``column`` equals ``value`` (and each of ``more``)."""
+        wanted = {column: value, **more}
+        for snapshot in reversed(self._tail):
+            if all(getattr(snapshot, name) == expected for name, expected in wanted.items()):
+                return snapshot
+
+        def marks(batch: pa.RecordBatch) -> pa.Array:
+            result = None
+            for name, expected in wanted.items():
+                equal = pc.fill_null(pc.equal(batch.column(name), expected), False)
+                result = equal if result is None else pc.and_(result, equal)
+            return result
+
+        found = self._index_of_last(marks)
+        return None if found is None else self[found]
+
+    def _index_of_last(self, marks_of: MaskBuilder) -> int | None:
+        end = self._runs.num_rows
+        for batch in reversed(self._runs.batches):
+            end -= int(batch.num_rows)
+            marks = marks_of(batch)
+            if pc.any(marks).as_py():
+                return end + int(pc.indices_nonzero(marks)[-1].as_py())
+        return None
+
+    def version_at(self, timestamp: datetime) -> int | None:
+        """The newest version committed at or before ``timestamp``."""
+        for snapshot in reversed(self._tail):
+            if snapshot.committed_at <= timestamp:
+                return snapshot.version
+        at = pa.scalar(timestamp, pa.timestamp("us", "UTC"))
+        found = self._index_of_last(lambda batch: pc.less_equal(batch.column("committed_at"), at))
+        return None if found is None else self[found].version
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SnapshotLog):
+            return bool(self.table().equals(other.table()))
+        if isinstance(other, list):
+            return list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SnapshotLog({len(self)} snapshots)"
+
+
+def _batch(snapshots: Sequence[Snapshot], previous_id: str | None) -> pa.RecordBatch:
+    """Snapshots as history rows; ``previous_id`` is the id of the row before the first."""
+    previous = [previous_id, *(s.snapshot_id for s in snapshots)][: len(snapshots)]
+    rows = [_row(snapshot, before) for snapshot, before in zip(snapshots, previous, strict=True)]
+    return pa.RecordBatch.from_pylist(rows, schema=HISTORY_SCHEMA)
+
+
+def _row(snapshot: Snapshot, previous_id: str | None) -> dict[str, Any]:
+    row = {name: getattr(snapshot, name) for name in _PLAIN}
+    same = previous_id is not None and snapshot.parent_id == previous_id
+    row["parent_id"] = None if same else snapshot.parent_id
+    row["parent_is_previous"] = same
+    row["metadata"] = json.dumps(snapshot.metadata, sort_keys=True) if snapshot.metadata else None
+    return row
+
+
+def decode_rows(rows: pa.Table, skip: int = 0) -> list[Snapshot]:
+    """History rows as Snapshots, leaving out the first ``skip`` (read only for their ids)."""
+    column = {name: rows.column(name).to_pylist() for name in HISTORY_SCHEMA.names}
+    snapshots = []
+    for i in range(skip, rows.num_rows):
+        fields = {name: column[name][i] for name in _PLAIN}
+        if column["parent_is_previous"][i]:
+            fields["parent_id"] = column["snapshot_id"][i - 1] if i else _missing_parent(fields["version"])
+        else:
+            fields["parent_id"] = column["parent_id"][i]
+        text = column["metadata"][i]
+        fields["metadata"] = json.loads(text) if text else {}
+        snapshots.append(Snapshot.model_validate(fields))
+    return snapshots
+
+
+def _missing_parent(version: int) -> str:
+    raise AssertionError(f"history row {version} refers to a previous row that was not read")
