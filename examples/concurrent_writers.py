@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import multiprocessing
 import tempfile
@@ -38,7 +39,7 @@ def main() -> None:
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="sleeper-concurrent-")
 
     catalog = ss.Catalog.local(warehouse)
-    if "shared" in catalog.tables():
+    with contextlib.suppress(ss.TableNotFoundError):  # start afresh on every run
         catalog.drop_table("shared", purge=True)
     catalog.create_table("shared", SCHEMA)
 

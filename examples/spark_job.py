@@ -9,6 +9,7 @@ they share one code path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -27,8 +28,8 @@ def main(warehouse: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     ss.register(spark)
     catalog = ss.Catalog.local(warehouse)
-    if "clicks" in catalog.tables():
-        catalog.drop_table("clicks", purge=True)  # start afresh on every run
+    with contextlib.suppress(ss.TableNotFoundError):  # start afresh on every run
+        catalog.drop_table("clicks", purge=True)
 
     days = spark.range(0, 10_000).select(
         F.col("id"),

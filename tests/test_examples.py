@@ -13,7 +13,8 @@ def test_quickstart_runs_and_prints_the_history(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(EXAMPLES / "quickstart.py"), str(tmp_path / "wh")],
                             capture_output=True, text=True, timeout=120, check=True)
     assert "v4  overwrite" in result.stdout
-    assert "verify: 1 files, ok" in result.stdout
+    assert "after two appends: 5 rows in 4 files" in result.stdout
+    assert "verify: 1 file, ok" in result.stdout
 
 
 def test_concurrent_writers_commit_everything_once(tmp_path: Path) -> None:
