@@ -1,6 +1,6 @@
 """Several processes append to one table at the same moment; every commit lands, none twice.
 
-    python examples/concurrent_writers.py [WAREHOUSE_DIR] [--writers 4] [--appends 5]
+    bash scripts/examples.sh concurrent_writers [WAREHOUSE_DIR] [--writers 4] [--appends 5]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Table maintenance on a local warehouse: compaction, vacuum, log truncation, verify. No Spark needed.
 
-    python examples/maintenance.py [WAREHOUSE_DIR]
+    bash scripts/examples.sh maintenance [WAREHOUSE_DIR]
 
 Many small appends leave many small files and a long log. This example compacts the files,
 vacuums what the compaction replaced (a dry run first), captures a state snapshot, truncates

@@ -1,6 +1,6 @@
 """Quickstart: a table on the embedded local warehouse — no AWS, no Spark, no network.
 
-    python examples/quickstart.py [WAREHOUSE_DIR]
+    bash scripts/examples.sh quickstart [WAREHOUSE_DIR]
 
 Creates a table, appends twice with metadata, overwrites, time-travels and prints the history.
 """
