@@ -82,7 +82,7 @@ def sleeper_error(error: BaseException) -> SleeperSparkError | None:
     text = str(error)
     partitioning = _PARTITIONING.search(text)
     if partitioning is not None:
-        columns = ",".join(re.findall(r"identity\((\w+)\)", partitioning.group(1))) or "day"
+        columns = ",".join(re.findall(r"identity\((\w+)\)", partitioning.group(1))) or "<columns>"
         return ConfigError(
             f"Spark's partitionBy() cannot hand partition columns to a Python data source such as sleeper: use "
             f'.option("partition_by", "{columns}") instead (it is used when the save creates the table)'
