@@ -99,7 +99,6 @@ def register_source(spark: Any) -> None:
     """Registers ``sleeper`` with ``spark``, enables filter pushdown and short errors; idempotent."""
     spark.conf.set(PUSHDOWN_CONF, "true")
     messages.install()
-    messages.quiet_duplicate_task_logs(spark)
     conf = session_options(_session_conf(spark))
     parallelism = session_parallelism(spark)
     key = (tuple(sorted(conf.items())), parallelism)
@@ -113,6 +112,7 @@ def register_source(spark: Any) -> None:
             "__qualname__": "SleeperDataSourceForSession",
         })
         spark.dataSource.register(source)
+        messages.quiet_duplicate_task_logs(spark)  # once per session, not on every helper call
         _registered[spark] = key
 
 
