@@ -1,6 +1,6 @@
 """The AWS backend (DynamoDB log + S3 data) against moto's in-process server: no AWS account needed.
 
-    python examples/aws_moto.py
+    bash scripts/examples.sh aws_moto
 
 Starts moto on a free loopback port, creates a bucket, builds ``Catalog.aws`` pointed at it,
 creates the DynamoDB tables with ``ensure_infrastructure()``, writes twice with pyarrow, reads

@@ -1,11 +1,12 @@
 """Several processes append to one table at the same moment; every commit lands, none twice.
 
-    python examples/concurrent_writers.py [WAREHOUSE_DIR] [--writers 4] [--appends 5]
+    bash scripts/examples.sh concurrent_writers [WAREHOUSE_DIR] [--writers 4] [--appends 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import multiprocessing
 import tempfile
@@ -38,7 +39,7 @@ def main() -> None:
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="sleeper-concurrent-")
 
     catalog = ss.Catalog.local(warehouse)
-    if "shared" in catalog.tables():
+    with contextlib.suppress(ss.TableNotFoundError):  # start afresh on every run
         catalog.drop_table("shared", purge=True)
     catalog.create_table("shared", SCHEMA)
 

@@ -1,6 +1,6 @@
 """Table maintenance on a local warehouse: compaction, vacuum, log truncation, verify. No Spark needed.
 
-    python examples/maintenance.py [WAREHOUSE_DIR]
+    bash scripts/examples.sh maintenance [WAREHOUSE_DIR]
 
 Many small appends leave many small files and a long log. This example compacts the files,
 vacuums what the compaction replaced (a dry run first), captures a state snapshot, truncates
@@ -9,6 +9,7 @@ the log up to it, and verifies that every file the table references is intact.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -27,8 +28,8 @@ SCHEMA = pa.schema([("day", pa.string()), ("seq", pa.int64()), ("value", pa.floa
 
 def main(warehouse: str) -> None:
     catalog = ss.Catalog.local(warehouse)
-    if "metrics" in catalog.tables():
-        catalog.drop_table("metrics", purge=True)  # start afresh on every run
+    with contextlib.suppress(ss.TableNotFoundError):  # start afresh on every run
+        catalog.drop_table("metrics", purge=True)
     table = catalog.create_table("metrics", SCHEMA, partition_by=["day"])
 
     # 1. Many small appends: each one commits one snapshot and adds one file per partition.

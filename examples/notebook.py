@@ -2,7 +2,7 @@
 # # sleeper_spark in a notebook
 #
 # Cells for Jupyter / VS Code (`# %%`). Run top to bottom; the warehouse is a temporary folder.
-# Also runs as a script: `python examples/notebook.py`.
+# Also runs as a script: `bash scripts/examples.sh notebook`.
 
 # %%
 import os

@@ -1,12 +1,13 @@
 """Quickstart: a table on the embedded local warehouse — no AWS, no Spark, no network.
 
-    python examples/quickstart.py [WAREHOUSE_DIR]
+    bash scripts/examples.sh quickstart [WAREHOUSE_DIR]
 
 Creates a table, appends twice with metadata, overwrites, time-travels and prints the history.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -19,8 +20,8 @@ import sleeper_spark as ss
 
 def main(warehouse: str) -> None:
     catalog = ss.Catalog.local(warehouse)
-    if "events" in catalog.tables():
-        catalog.drop_table("events", purge=True)  # start afresh on every run
+    with contextlib.suppress(ss.TableNotFoundError):  # start afresh on every run
+        catalog.drop_table("events", purge=True)
 
     schema = pa.schema([("day", pa.string()), ("user", pa.string()), ("clicks", pa.int64())])
     events = catalog.create_table("events", schema, partition_by=["day"])
@@ -34,7 +35,7 @@ def main(warehouse: str) -> None:
         pa.table({"day": ["2024-05-02", "2024-05-03"], "user": ["cat", "bob"], "clicks": [7, 1]}),
         metadata={"job": "ingest", "batch": "2"},
     )
-    print(f"after two appends: {events.scan().num_rows} rows in {len(events.files())} files")
+    print(f"after two appends: {events.scan().num_rows} rows in {count(len(events.files()), 'file')}")
 
     may_2 = events.scan(filter=pc.field("day") == "2024-05-02")
     print(f"2024-05-02 only: {sorted(may_2.column('user').to_pylist())}")
@@ -49,7 +50,11 @@ def main(warehouse: str) -> None:
         print(f"  v{snapshot.version}  {snapshot.operation:<9}  +{snapshot.rows_added}/-{snapshot.rows_removed} rows"
               f"  {snapshot.metadata}")
     report = events.verify()
-    print(f"\nverify: {report.files_checked} files, {'ok' if report.ok else report.problems}")
+    print(f"\nverify: {count(report.files_checked, 'file')}, {'ok' if report.ok else report.problems}")
+
+
+def count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 if __name__ == "__main__":

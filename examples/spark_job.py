@@ -1,7 +1,11 @@
 """A Spark job on a local warehouse: write, append, read, time-travel, print the history.
 
-    spark-submit examples/spark_job.py /tmp/wh
-    python examples/spark_job.py /tmp/wh          # the same, in a local session
+    bash scripts/examples.sh spark_job /tmp/wh
+    PYSPARK_PYTHON=$PWD/.venv/bin/python .venv/bin/spark-submit examples/spark_job.py /tmp/wh
+
+The first runs it in a local session; the second submits it (after the first has set up .venv).
+``.venv/bin/spark-submit`` looks for Spark with the interpreter PYSPARK_PYTHON names, else with
+``python3`` on PATH, which has no PySpark unless the venv is activated: name the venv's.
 
 Both the helper API (``catalog.write`` / ``catalog.read``) and the ``sleeper`` format are used;
 they share one code path.
@@ -9,6 +13,7 @@ they share one code path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -27,8 +32,8 @@ def main(warehouse: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     ss.register(spark)
     catalog = ss.Catalog.local(warehouse)
-    if "clicks" in catalog.tables():
-        catalog.drop_table("clicks", purge=True)  # start afresh on every run
+    with contextlib.suppress(ss.TableNotFoundError):  # start afresh on every run
+        catalog.drop_table("clicks", purge=True)
 
     days = spark.range(0, 10_000).select(
         F.col("id"),
@@ -62,5 +67,5 @@ def main(warehouse: str) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: spark-submit examples/spark_job.py WAREHOUSE_DIR")
+        sys.exit("usage: bash scripts/examples.sh spark_job WAREHOUSE_DIR")
     main(sys.argv[1])

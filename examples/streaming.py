@@ -1,6 +1,6 @@
 """Structured Streaming into and out of a sleeper table.
 
-    python examples/streaming.py [WAREHOUSE]
+    bash scripts/examples.sh streaming [WORK_DIR]
 
 A file source streams three Parquet files into the table ``events``, one micro-batch (and one
 snapshot) per file; then a second query streams the table's new rows out to a Parquet folder,

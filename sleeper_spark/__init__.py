@@ -22,6 +22,7 @@ from sleeper_spark.errors import (
     StorageError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    WarehouseNotFoundError,
 )
 from sleeper_spark.models import ColumnStats, FileRef, Snapshot, VacuumReport, VerifyReport
 from sleeper_spark.spark import register  # importing it registers the Spark bridge
@@ -54,6 +55,7 @@ __all__ = [
     "TableNotFoundError",
     "VacuumReport",
     "VerifyReport",
+    "WarehouseNotFoundError",
     "__version__",
     "register",
 ]

@@ -7,6 +7,7 @@ session conf adds ``spark.sleeper.<option>`` entries. Both become one frozen
 
 from __future__ import annotations
 
+import difflib
 import random
 import re
 from collections.abc import Mapping
@@ -194,9 +195,7 @@ class CatalogConfig(BaseModel):
             elif key in WRITE_AND_READ_OPTIONS or key.startswith("metadata.") or key == "path":
                 continue
             else:
-                known = ", ".join(sorted(_TOP_LEVEL_KEYS))
-                raise ConfigError(f"unknown sleeper option {key!r}; known options: {known}, "
-                                  "retry.<knob> and store_retry.<knob>")
+                raise unknown_option(key)
         if "warehouse" not in fields:
             raise ConfigError("the 'warehouse' option is required (a local path or s3://bucket/prefix)")
         fields.update({group: values for group, values in nested.items() if values})
@@ -245,6 +244,28 @@ WRITE_AND_READ_OPTIONS = frozenset(
         "scan_guard",
     }
 )
+
+
+# The per-read and per-write options as users spell them (Spark lowercases keys on the way in).
+WRITE_OPTION_NAMES = ("partition_by", "metadata.<key>", "app_id", "app_version", "event_time_column")
+READ_OPTION_NAMES = ("versionAsOf", "timestampAsOf")
+STREAM_READ_OPTION_NAMES = ("startingVersion", "ignoreChanges", "maxFilesPerTrigger")
+
+
+def unknown_option(key: str) -> ConfigError:
+    """The error for an option nobody reads: every known option by kind, and the closest one."""
+    spelled = [*sorted(_TOP_LEVEL_KEYS), *(f"retry.{name}" for name in RetryPolicy.model_fields),
+               *(f"store_retry.{name}" for name in StoreRetryPolicy.model_fields),
+               *WRITE_OPTION_NAMES, *READ_OPTION_NAMES, *STREAM_READ_OPTION_NAMES]
+    by_lowered = {name.lower(): name for name in spelled}
+    closest = difflib.get_close_matches(key.lower(), by_lowered, n=1, cutoff=0.6)
+    hint = f" (did you mean {by_lowered[closest[0]]!r}?)" if closest else ""
+    return ConfigError(
+        f"unknown sleeper option {key!r}{hint}. Catalog options: {', '.join(sorted(_TOP_LEVEL_KEYS))}, retry.*, "
+        "store_retry.*; "
+        f"write options: {', '.join(WRITE_OPTION_NAMES)}; read options: {', '.join(READ_OPTION_NAMES)}; "
+        f"streaming read options: {', '.join(STREAM_READ_OPTION_NAMES)}"
+    )
 
 
 def _describe(error: ValidationError) -> str:

@@ -24,6 +24,15 @@ class TableNotFoundError(SleeperSparkError):
     """No table with this name exists in the catalog."""
 
 
+class WarehouseNotFoundError(TableNotFoundError):
+    """The warehouse itself does not exist (a mistyped local path); nothing was created.
+
+    A subclass of :class:`TableNotFoundError` because every table of a missing warehouse is
+    missing: code that creates a table when it finds none (``catalog.write``, a ``save``) goes
+    on to create the warehouse with it.
+    """
+
+
 class TableAlreadyExistsError(SleeperSparkError):
     """A table with this name exists already."""
 
@@ -100,5 +109,6 @@ __all__ = [
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
+    "WarehouseNotFoundError",
     "WriteOutcomeUnknownError",
 ]

@@ -1,10 +1,13 @@
 """The documentation is true: its snippets run, and the facts it lists match the code.
 
-Every fenced ``python`` and shell (``bash``, ``sh``, ``shell``) block of README.md and docs/ runs,
-in the order of its document, in a subprocess whose working directory is a fresh temporary
-folder, with ``/tmp/warehouse`` replaced by a folder in it. Blocks of one document share that
-folder, so a later block may use a table an earlier one created. A block whose first line is
-``# not run: <why>`` is skipped; the reason is required, and a test it names must exist.
+Every fenced ``python`` and shell (``bash``, ``sh``, ``shell``) block of README.md and docs/ runs
+in reading order, as a newcomer would run them: the README first, then the pages in the order of
+the mkdocs nav, every block in a subprocess whose working directory is one temporary folder
+shared by all of them, with each ``/tmp/<name>warehouse`` path replaced by a folder in it. So a
+later block may use a table an earlier one created, and two pages that use one warehouse must
+agree about its tables. A block whose first line is ``# not run: <why>``, or that follows the
+line ``<!-- not run: <why> -->`` (where a reader won't take the marker as advice), is skipped; the
+reason is required, and a test it names must exist.
 Shell blocks that run may only call ``sleeper-spark`` (the one installed next to this
 interpreter) or ``python -m sleeper_spark``, and set variables with ``export``.
 """
@@ -24,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import botocore.session
-import pytest
 import typer
 from botocore import xform_name
 
@@ -39,9 +41,10 @@ DOCS = REPO_ROOT / "docs"
 DOCUMENTS = [REPO_ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 BIN_DIR = Path(sys.executable).parent
 NOT_RUN = "# not run:"
+_NOT_RUN_COMMENT = re.compile(r"^\s*<!-- not run: (?P<reason>.*) -->\s*$")
 KINDS = {"python": "python", "py": "python", "bash": "shell", "sh": "shell", "shell": "shell"}
 SHELL_COMMANDS = ("sleeper-spark", "python -m sleeper_spark", "export ")
-WAREHOUSE = "/tmp/warehouse"
+WAREHOUSES = re.compile(r"/tmp/(?P<name>[\w-]*warehouse)\b")
 SNIPPET_TIMEOUT_S = 120
 # Pages whose code blocks are fragments (``store``, ``ss`` defined elsewhere), kept true by the
 # tests of the code they describe: docs/conditional-writes.md by tests/storage/ (the request
@@ -57,14 +60,22 @@ class Snippet:
     line: int  # 1-based line of the opening fence
     language: str
     code: str
+    skipped_because: str | None = None  # the reason of a ``<!-- not run: ... -->`` line above the block
 
     @property
     def kind(self) -> str | None:
         return KINDS.get(self.language)
 
     @property
+    def not_run_reason(self) -> str | None:
+        if self.skipped_because is not None:
+            return self.skipped_because
+        first = self.code.lstrip().splitlines()[0] if self.code.strip() else ""
+        return first[len(NOT_RUN):].strip() if first.startswith(NOT_RUN) else None
+
+    @property
     def runs(self) -> bool:
-        return self.kind is not None and not self.code.lstrip().startswith(NOT_RUN)
+        return self.kind is not None and self.not_run_reason is None
 
     @property
     def where(self) -> str:
@@ -87,7 +98,9 @@ def snippets(document: Path) -> list[Snippet]:
         while index < len(lines) and lines[index].strip() != "```":
             body.append(lines[index][indent:])
             index += 1
-        found.append(Snippet(document, start + 1, opening.group("language"), "\n".join(body) + "\n"))
+        marker = _NOT_RUN_COMMENT.match(lines[start - 1]) if start > 0 else None
+        found.append(Snippet(document, start + 1, opening.group("language"), "\n".join(body) + "\n",
+                             marker.group("reason").strip() if marker else None))
         index += 1
     return found
 
@@ -98,8 +111,10 @@ def all_snippets() -> Iterator[Snippet]:
             yield from snippets(document)
 
 
-def documents_with_runnable_snippets() -> list[Path]:
-    return [d for d in DOCUMENTS if d not in FRAGMENTS and any(s.runs for s in snippets(d))]
+def reading_order() -> list[Path]:
+    """README.md, then the pages in the order of the mkdocs nav."""
+    nav = re.findall(r":\s*([\w/.-]+\.md)\s*$", (REPO_ROOT / "mkdocs.yml").read_text(), re.MULTILINE)
+    return [REPO_ROOT / "README.md", *(DOCS / page for page in nav)]
 
 
 def shell_commands(code: str) -> list[str]:
@@ -111,33 +126,41 @@ def shell_commands(code: str) -> list[str]:
 # -- the snippets run ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("document", documents_with_runnable_snippets(),
-                         ids=lambda d: str(d.relative_to(REPO_ROOT)))
-def test_the_snippets_of_a_document_run_in_order(document: Path, tmp_path: Path) -> None:
-    # Given a fresh folder standing in for /tmp/warehouse, and the installed command on the PATH
+def test_the_snippets_run_in_reading_order_in_shared_warehouses(tmp_path: Path) -> None:
+    # Given one folder standing in for /tmp, and the installed command on the PATH
     env = {**os.environ, "PATH": f"{BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "200"}
     env.pop("SLEEPER_SPARK_WAREHOUSE", None)
-    warehouse = str(tmp_path / "warehouse")
+    ran: list[str] = []
 
-    for snippet in (s for s in snippets(document) if s.runs):
-        # When each snippet runs, as its document orders them
-        code = snippet.code.replace(WAREHOUSE, warehouse)
-        script = tmp_path / f"snippet_{snippet.line}.{'py' if snippet.kind == 'python' else 'sh'}"
-        script.write_text(code)
-        command = [sys.executable, str(script)] if snippet.kind == "python" else ["bash", "-euo", "pipefail",
-                                                                                   str(script)]
-        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=SNIPPET_TIMEOUT_S)
+    for document in reading_order():
+        if document in FRAGMENTS:
+            continue
+        for snippet in (s for s in snippets(document) if s.runs):
+            # When each snippet runs, the README's first, then every page's as a reader meets them
+            code = WAREHOUSES.sub(lambda m: str(tmp_path / m.group("name")), snippet.code)
+            script = tmp_path / f"snippet_{len(ran)}.{'py' if snippet.kind == 'python' else 'sh'}"
+            script.write_text(code)
+            command = [sys.executable, str(script)] if snippet.kind == "python" else ["bash", "-euo", "pipefail",
+                                                                                       str(script)]
+            done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                                  timeout=SNIPPET_TIMEOUT_S)
 
-        # Then it succeeds
-        assert done.returncode == 0, f"{snippet.where} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+            # Then it succeeds after everything before it
+            assert done.returncode == 0, (f"{snippet.where} failed ({done.returncode}) after {ran}:\n"
+                                          f"{done.stdout}\n{done.stderr}")
+            ran.append(snippet.where)
+    assert any(where.startswith("README.md") for where in ran) and any(w.startswith("docs/usage.md") for w in ran)
+
+
+def test_every_page_is_in_the_reading_order() -> None:
+    assert sorted(reading_order()) == sorted(DOCUMENTS)
 
 
 def test_every_snippet_that_does_not_run_says_why_and_the_tests_it_names_exist() -> None:
     for snippet in all_snippets():
-        if snippet.kind is None or snippet.runs:
+        reason = snippet.not_run_reason
+        if snippet.kind is None or reason is None:
             continue
-        reason = snippet.code.lstrip().splitlines()[0][len(NOT_RUN):].strip()
         assert len(reason) >= 15, f"{snippet.where}: say why the snippet is not run"
         for path, names in re.findall(r"(tests/[\w/]+\.py)((?:(?:,| and)? ?::\w+)*)", reason):
             test_file = REPO_ROOT / path
@@ -151,7 +174,7 @@ def test_every_snippet_that_does_not_run_says_why_and_the_tests_it_names_exist()
 def test_spark_snippets_that_do_not_run_name_the_test_that_covers_them() -> None:
     for snippet in all_snippets():
         if snippet.kind == "python" and not snippet.runs and re.search(r"\bspark\.|\bdf\.", snippet.code):
-            first = snippet.code.lstrip().splitlines()[0]
+            first = snippet.not_run_reason or ""
             needs_cluster = any(word in first for word in ("S3A", "S3 bucket", "cluster"))
             assert needs_cluster or "tests/" in first, f"{snippet.where}: name the Spark test that covers it"
 
@@ -353,10 +376,12 @@ def test_links_between_pages_resolve() -> None:
 def test_snippets_are_found_with_their_line_and_indentation_removed(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("text\n\n```python\nprint(1)\n```\n\n- item\n\n  ```bash\n  # not run: needs a cluster\n"
-                    "  spark-submit job.py\n  ```\n")
+                    "  spark-submit job.py\n  ```\n\n<!-- not run: installs things -->\n```bash\nbash x.sh\n```\n")
 
     found = snippets(page)
 
-    assert [(s.line, s.language, s.runs) for s in found] == [(3, "python", True), (9, "bash", False)]
+    assert [(s.line, s.language, s.runs) for s in found] == [(3, "python", True), (9, "bash", False),
+                                                             (15, "bash", False)]
+    assert [s.not_run_reason for s in found] == [None, "needs a cluster", "installs things"]
     assert found[1].code == "# not run: needs a cluster\nspark-submit job.py\n"
     assert shell_commands("a \\\n  --b c\n# comment\n\nd\n") == ["a --b c", "d"]

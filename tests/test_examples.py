@@ -1,50 +1,121 @@
-"""Every example runs."""
+"""Every example runs, exactly as its docstring and the README say: ``bash scripts/examples.sh NAME``.
+
+Each runs from a shell whose PATH does not hold the venv, as on a fresh clone; the Spark examples
+are marked ``spark``. tests/spark/test_examples.py runs the spark-submit command of
+examples/spark_job.py.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-EXAMPLES = Path(__file__).parents[1] / "examples"
+import pytest
+
+REPO = Path(__file__).parents[1]
+EXAMPLES = REPO / "examples"
+SCRIPT = REPO / "scripts" / "examples.sh"
+VENV_BIN = REPO / ".venv" / "bin"
+
+pytestmark = pytest.mark.skipif(not (VENV_BIN / "python").exists(), reason="scripts/examples.sh runs .venv")
+
+
+def fresh_shell() -> dict[str, str]:
+    """The environment of a new terminal: no venv on PATH, no Spark variables left over from tests."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PYSPARK_", "SPARK_", "VIRTUAL_ENV")) and key != "SLEEPER_SPARK_WAREHOUSE"}
+    venv_dirs = {str(VENV_BIN), str(Path(sys.executable).parent)}
+    env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep) if d not in venv_dirs)
+    return env
+
+
+def run_example(name: str, *args: str, timeout: int = 300) -> str:
+    done = subprocess.run(["bash", str(SCRIPT), name, *args], capture_output=True, text=True, timeout=timeout,
+                          env=fresh_shell(), cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_every_example_has_a_test_and_its_docstring_names_its_command() -> None:
+    tested = set(re.findall(r'run_example\("(\w+)"', Path(__file__).read_text()))
+    for example in EXAMPLES.glob("*.py"):
+        assert example.stem in tested, f"no test runs {example.name}"
+        assert f"bash scripts/examples.sh {example.stem}" in example.read_text()[:1500], example.name
+
+
+def test_the_readme_lists_every_example_with_the_command() -> None:
+    readme = (REPO / "README.md").read_text()
+    for example in EXAMPLES.glob("*.py"):
+        assert f"bash scripts/examples.sh {example.stem}" in readme, f"README.md does not list {example.name}"
+
+
+def test_the_script_lists_the_examples_when_given_no_name() -> None:
+    done = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "  spark_job\n" in done.stderr and "  streaming\n" in done.stderr
 
 
 def test_quickstart_runs_and_prints_the_history(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(EXAMPLES / "quickstart.py"), str(tmp_path / "wh")],
-                            capture_output=True, text=True, timeout=120, check=True)
-    assert "v4  overwrite" in result.stdout
-    assert "verify: 1 files, ok" in result.stdout
+    out = run_example("quickstart", str(tmp_path / "wh"))
+    assert "after two appends: 5 rows in 4 files" in out
+    assert "v4  overwrite" in out
+    assert "verify: 1 file, ok" in out
 
 
 def test_concurrent_writers_commit_everything_once(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(EXAMPLES / "concurrent_writers.py"), str(tmp_path / "wh"),
-                             "--writers", "3", "--appends", "4"],
-                            capture_output=True, text=True, timeout=300, check=True)
-    assert "12 snapshots, versions 2..13, 12 rows" in result.stdout
-    assert "commits per writer: {'0': 4, '1': 4, '2': 4}" in result.stdout
-    assert "history is linear: True" in result.stdout
+    out = run_example("concurrent_writers", str(tmp_path / "wh"), "--writers", "3", "--appends", "4")
+    assert "12 snapshots, versions 2..13, 12 rows" in out
+    assert "commits per writer: {'0': 4, '1': 4, '2': 4}" in out
+    assert "history is linear: True" in out
 
 
 def test_aws_moto_example_writes_reads_and_counts_requests() -> None:
     # moto's in-process server: no account, no network beyond loopback
-    result = subprocess.run([sys.executable, str(EXAMPLES / "aws_moto.py")],
-                            capture_output=True, text=True, timeout=120, check=True)
-    assert "at version 2: 2 rows" in result.stdout
+    out = run_example("aws_moto")
+    assert "at version 2: 2 rows" in out
     # the request counts docs/aws.md states for a commit
-    assert "warm append: {'PutItem': 1, 'PutObject': 1}" in result.stdout
-    assert "append that lost a race: {'PutItem': 2, 'PutObject': 1, 'Query': 1}" in result.stdout
-    assert "v5  append" in result.stdout
-    assert "verify: ok" in result.stdout
+    assert "warm append: {'PutItem': 1, 'PutObject': 1}" in out
+    assert "append that lost a race: {'PutItem': 2, 'PutObject': 1, 'Query': 1}" in out
+    assert "v5  append" in out
+    assert "verify: ok" in out
 
 
 def test_maintenance_example_compacts_vacuums_truncates_and_verifies(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(EXAMPLES / "maintenance.py"), str(tmp_path / "wh")],
-                            capture_output=True, text=True, timeout=120, check=True)
-    assert "after 24 appends: version 25, 24 files, 24 rows" in result.stdout
-    assert "compact: v26 replaced 24 files with 2" in result.stdout
-    assert "vacuum dry run: would delete 24 data files" in result.stdout
-    assert "vacuum: deleted 24 data files" in result.stdout
-    assert "truncate right away: cuts up to None" in result.stdout
-    assert "deleted transactions up to 26 (26 entries); the log starts at 27" in result.stdout
-    assert "time travel to v25: gone with the truncated log (SnapshotNotFoundError)" in result.stdout
-    assert "verify: 3 files, ok; 25 rows at v27" in result.stdout
+    out = run_example("maintenance", str(tmp_path / "wh"))
+    assert "after 24 appends: version 25, 24 files, 24 rows" in out
+    assert "compact: v26 replaced 24 files with 2" in out
+    assert "vacuum dry run: would delete 24 data files" in out
+    assert "vacuum: deleted 24 data files" in out
+    assert "truncate right away: cuts up to None" in out
+    assert "deleted transactions up to 26 (26 entries); the log starts at 27" in out
+    assert "time travel to v25: gone with the truncated log (SnapshotNotFoundError)" in out
+    assert "verify: 3 files, ok; 25 rows at v27" in out
+
+
+SPARK_JOB_OUTPUT = ("v2: wrote 10000 rows", "now 10500 rows", "time travel to v2: 10000 rows",
+                    "v3  append    +500 rows  {'job': 'top-up'}  app=example/1")
+
+
+@pytest.mark.spark
+def test_the_spark_job_runs(tmp_path: Path) -> None:
+    out = run_example("spark_job", str(tmp_path / "wh"))
+    for line in SPARK_JOB_OUTPUT:
+        assert line in out
+
+
+@pytest.mark.spark
+def test_the_notebook_runs_as_a_script() -> None:
+    out = run_example("notebook")
+    assert "|      338| 250276.5|" in out
+    assert "3 append 10 {}" in out
+
+
+@pytest.mark.spark
+def test_the_streaming_example_shows_one_snapshot_per_batch_and_each_row_once(tmp_path: Path) -> None:
+    out = run_example("streaming", str(tmp_path / "work"))
+    assert "v2  append  +100 rows  batch 0" in out
+    assert "v4  append  +100 rows  batch 2" in out
+    assert "source delivered 300 rows" in out
+    assert "after one more append: 305 rows delivered in all" in out

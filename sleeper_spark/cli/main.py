@@ -3,8 +3,9 @@
     sleeper-spark [--warehouse URI | --catalog-options FILE] [--debug] COMMAND [--json]
 
 Exit codes: 0 on success; 1 on a user error (bad arguments, any ``SleeperSparkError``, a
-failed ``verify``) with a one-line message on stderr; 2 on an unexpected internal error; 130
-when interrupted. A traceback is printed only with ``--debug``. This module is the only place
+failed ``verify``) with a one-line message on stderr; 2 when the warehouse does not exist
+(only ``init`` and ``create`` make one) or on an unexpected internal error; 130 when
+interrupted. A traceback is printed only with ``--debug``. This module is the only place
 that configures logging handlers.
 """
 
@@ -23,7 +24,7 @@ from sleeper_spark.cli import maintenance_commands, table_commands
 from sleeper_spark.cli.context import SETTINGS, WAREHOUSE_ENV
 from sleeper_spark.cli.jars_commands import jars_app
 from sleeper_spark.cli.lock_commands import lock_app
-from sleeper_spark.errors import SleeperSparkError
+from sleeper_spark.errors import SleeperSparkError, WarehouseNotFoundError
 from sleeper_spark.version import __version__
 
 PROG = "sleeper-spark"
@@ -108,6 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(error.format_message())  # type: ignore[attr-defined]
     except typer.Abort:
         return _fail("aborted")
+    except WarehouseNotFoundError as error:
+        # Its own code: a script can tell "no such warehouse" (often a typo) from a failed command.
+        return _fail(str(error), code=2)
     except SleeperSparkError as error:
         return _fail(str(error))
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated
 
 import pyarrow as pa
@@ -10,7 +11,8 @@ import typer
 
 from sleeper_spark import maintenance
 from sleeper_spark.cli.context import JsonFlag, TableName, open_catalog, parse_duration, parse_size
-from sleeper_spark.cli.output import ProgressBars, emit_json, human_bytes, print_fields, print_table, say, stderr
+from sleeper_spark.cli.output import ProgressBars, emit_json, human_bytes, print_fields, print_table, say, stderr, warn
+from sleeper_spark.commit import TRUNCATION_MIN_AGE_S
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.table import Table, reading
 
@@ -53,8 +55,12 @@ def vacuum(
 ) -> None:
     """Delete data files, spilled bodies and state snapshots that no retained version needs."""
     table = open_catalog().table(name)
+    window = parse_duration(older_than)
+    if window < SHORT_VACUUM_WINDOW:
+        warn(f"--older-than {older_than} also deletes the files of writes still running (they are not part of "
+             "the table until they commit): use a window longer than the longest write job")
     with ProgressBars(enabled=not json_) as bars:
-        report = maintenance.vacuum(table, parse_duration(older_than), dry_run, progress=bars)
+        report = maintenance.vacuum(table, window, dry_run, progress=bars)
     if json_:
         emit_json(report)
         return
@@ -74,11 +80,13 @@ def truncate(
 ) -> None:
     """Delete log transactions (and their spilled bodies) that a state snapshot already covers."""
     table = open_catalog().table(name)
-    report = maintenance.truncate_log(table, parse_duration(keep), margin, dry_run=dry_run)
+    window = parse_duration(keep)
+    report = maintenance.truncate_log(table, window, margin, dry_run=dry_run)
     if json_:
         emit_json(report)
     elif report.up_to is None:
-        say(f"nothing to truncate in {name} (log starts at {report.first_transaction})")
+        say(f"nothing to truncate in {name} (log starts at {report.first_transaction}): "
+            f"{_why_nothing_to_truncate(table, window)}")
     else:
         verb = "would delete" if dry_run else "deleted"
         say(f"{verb} transactions up to {report.up_to} ({report.transactions_deleted} entries, "
@@ -98,6 +106,22 @@ def repair(
     else:
         say(f"transaction {transaction} of {name} is recorded as lost (version {snapshot.version}); what it did "
             "is gone from the table, and files it added stay on the store until vacuum")
+
+
+# Below this, vacuum is likely to catch a running job's files (its docs ask for the longest job).
+SHORT_VACUUM_WINDOW = timedelta(hours=1)
+
+
+def _why_nothing_to_truncate(table: Table, keep: timedelta) -> str:
+    """The likeliest reason a truncation cut nothing, for a reader who expected it to."""
+    minimum = timedelta(seconds=TRUNCATION_MIN_AGE_S)
+    if table.head.newest_state_snapshot() is None:
+        return f"only transactions a state snapshot covers can go; write one with `sleeper-spark snapshot {table.name}`"
+    if keep < minimum:
+        return (f"transactions younger than {minimum.seconds // 60} minutes are never truncated, "
+                "whatever --keep says, so that a reader or writer still using them finds them")
+    return ("every transaction is still needed: inside the --keep window, within --margin of the newest state "
+            f"snapshot, or younger than {minimum.seconds // 60} minutes")
 
 
 def verify(name: TableName, version: Annotated[int | None, typer.Option(

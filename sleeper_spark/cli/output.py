@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
@@ -40,12 +40,16 @@ def _plain(value: Any) -> Any:
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]],
-                caption: str | None = None, show_header: bool = True) -> None:
-    """A rich table on stdout; cells go through :func:`cell`."""
+                caption: str | None = None, show_header: bool = True, no_wrap: Collection[str] = ()) -> None:
+    """A rich table on stdout; cells go through :func:`cell`.
+
+    Columns named in ``no_wrap`` (timestamps) keep each value on one line on a narrow terminal;
+    the other columns fold instead.
+    """
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
                   show_header=show_header)
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column in no_wrap)
     for row in rows:
         table.add_row(*(cell(value) for value in row))
     stdout.print(table)
@@ -61,17 +65,30 @@ def say(message: str) -> None:
     stdout.print(message, markup=False)
 
 
+def warn(message: str) -> None:
+    """One line on stderr, never wrapped, so that it reads whole in a log."""
+    sys.stderr.write(f"sleeper-spark: warning: {message}\n")
+    sys.stderr.flush()
+
+
 def cell(value: Any) -> str:
     """How a value reads in a table cell: ``-`` for none, ``k=v`` pairs for mappings."""
     if value is None:
         return "-"
     if isinstance(value, datetime):
-        return value.isoformat(timespec="seconds")
+        return timestamp(value)
     if isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value) or "-"
     return str(value)
+
+
+def timestamp(value: datetime) -> str:
+    """``2024-05-01 12:00:00Z``: short enough for a table cell at 80 columns, and always UTC."""
+    if value.tzinfo is None:
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def human_bytes(size: int) -> str:

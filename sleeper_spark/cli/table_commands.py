@@ -70,7 +70,7 @@ def history(name: TableName, json_: JsonFlag = False) -> None:
     rows = [(s.version, s.committed_at, s.operation, f"+{s.rows_added} -{s.rows_removed}",
              f"+{s.files_added} -{s.files_removed}", human_bytes(s.bytes_added), s.metadata) for s in snapshots]
     print_table(f"history of {name}", ("version", "committed at", "operation", "rows", "files", "bytes added",
-                                       "metadata"), rows)
+                                       "metadata"), rows, no_wrap=("committed at",))
 
 
 def files(name: TableName, version: Version = None, json_: JsonFlag = False) -> None:
@@ -109,7 +109,7 @@ def show_log(
         return
     print_table(f"log of {name}", ("number", "type", "operation", "committed at", "change", "metadata"),
                 [(number, txn.type + (" (spilled)" if spilled else ""), txn.operation, txn.committed_at,
-                  _change(txn), txn.metadata) for number, spilled, txn in entries])
+                  _change(txn), txn.metadata) for number, spilled, txn in entries], no_wrap=("committed at",))
 
 
 def describe_table(table: Table) -> dict[str, Any]:

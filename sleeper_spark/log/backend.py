@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from sleeper_spark.config import StoreRetryPolicy
+from sleeper_spark.errors import WarehouseNotFoundError
 from sleeper_spark.log.base import TransactionLog
 from sleeper_spark.log.memory import InMemoryTransactionLog
 from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
@@ -32,6 +33,14 @@ class CatalogBackend(ABC):
     def ensure_infrastructure(self) -> None:
         """Creates what the backend needs outside the warehouse; idempotent."""
 
+    def check_warehouse(self) -> None:
+        """:class:`WarehouseNotFoundError` if the warehouse is missing, so a typo is not an empty catalog."""
+        if not self.store.root_exists():
+            raise WarehouseNotFoundError(
+                f"the warehouse {self.store.root_uri} does not exist: check the path (create_table, "
+                "catalog.write and `sleeper-spark init` create a warehouse; reads never do)"
+            )
+
 
 class ObjectStoreBackend(CatalogBackend):
     """Everything on the object store: the embedded default (local disk) and bare S3."""
@@ -46,7 +55,8 @@ class ObjectStoreBackend(CatalogBackend):
         return ObjectStoreTransactionLog(self.store, self.conditional, entry.root)
 
     def ensure_infrastructure(self) -> None:
-        """Creates what the conditional-write strategy needs (the DynamoDB lock table)."""
+        """Creates the warehouse folder (local disk) and what the conditional-write strategy needs."""
+        self.store.create_root()
         self.conditional.ensure_infrastructure()
 
     def state_pointer(self, entry: TableEntry) -> StatePointer:

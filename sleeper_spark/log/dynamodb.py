@@ -415,7 +415,8 @@ def _raise_unretryable(what: str, error: Exception) -> NoReturn:
         code = error_code(error)
         if code == "ResourceNotFoundException":
             raise StorageError(
-                f"{what}: the DynamoDB table does not exist; run ensure_infrastructure()"
+                f"{what}: the DynamoDB table does not exist; create it with `sleeper-spark init` "
+                "(or Catalog.ensure_infrastructure() in Python)"
             ) from error
         if code == "ValidationException" and "size" in describe(error).lower():
             raise StorageError(

@@ -24,6 +24,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.spark.filters import any_of, prune_expression
+from sleeper_spark.spark.messages import short_traceback
 from sleeper_spark.spark.options import GUARD_COLUMN, open_catalog
 from sleeper_spark.spark.scans import is_guard, record_scan
 from sleeper_spark.table.reading import planned_files, read_file
@@ -97,6 +98,7 @@ class SleeperReader(DataSourceReader):
         wanted = max(2 * self.target.parallelism, math.ceil(total / self.target.max_partition_bytes))
         return [FilesPartition(i, group) for i, group in enumerate(bin_pack(files, wanted))]
 
+    @short_traceback
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         files = partition.files if isinstance(partition, FilesPartition) else ()
         target = self.target

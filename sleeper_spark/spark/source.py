@@ -25,6 +25,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from sleeper_spark.spark import messages
 from sleeper_spark.spark.options import GUARD_COLUMN, merge, open_catalog, parse_read, session_options
 from sleeper_spark.spark.reader import ReadTarget, SleeperReader, default_parallelism, spark_schema
 from sleeper_spark.spark.stream_reader import plan_stream_read
@@ -95,8 +96,9 @@ _lock = threading.Lock()
 
 
 def register_source(spark: Any) -> None:
-    """Registers ``sleeper`` with ``spark`` and enables filter pushdown; idempotent."""
+    """Registers ``sleeper`` with ``spark``, enables filter pushdown and short errors; idempotent."""
     spark.conf.set(PUSHDOWN_CONF, "true")
+    messages.install()
     conf = session_options(_session_conf(spark))
     parallelism = session_parallelism(spark)
     key = (tuple(sorted(conf.items())), parallelism)
@@ -110,6 +112,7 @@ def register_source(spark: Any) -> None:
             "__qualname__": "SleeperDataSourceForSession",
         })
         spark.dataSource.register(source)
+        messages.quiet_duplicate_task_logs(spark)  # once per session, not on every helper call
         _registered[spark] = key
 
 

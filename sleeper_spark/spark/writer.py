@@ -23,6 +23,7 @@ from sleeper_spark.datafiles.writer import DEFAULT_ROW_GROUP_ROWS, DEFAULT_TARGE
 from sleeper_spark.errors import CommitConflictError, ConfigError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.spark.messages import short_traceback
 from sleeper_spark.spark.options import WriteOptions, open_catalog, parse_write
 from sleeper_spark.table import Table
 from sleeper_spark.table.writes import check_write_args, delete_staged
@@ -103,11 +104,13 @@ class SleeperWriter(DataSourceArrowWriter):
 
     # -- executors -----------------------------------------------------------------------
 
+    @short_traceback
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SleeperCommitMessage:
         return stage_files(self.target, iterator)
 
     # -- driver --------------------------------------------------------------------------
 
+    @short_traceback
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         commit_messages(self.target, messages, self.mode, self.metadata, self.write_id, self.app_id,
                         self.app_version)

@@ -139,6 +139,14 @@ class ObjectStore(ABC):
     def uri(self, key: str) -> str:
         return f"{self.root_uri.rstrip('/')}/{key}"
 
+    def root_exists(self) -> bool:
+        """Whether the warehouse is there. A bucket prefix always is (object stores have no
+        folders; a missing bucket fails the first request), a local directory may not be."""
+        return True
+
+    def create_root(self) -> None:
+        """Creates the warehouse where it can be missing; only table creation and ``init`` call it."""
+
 
 def join_key(*parts: str) -> str:
     return "/".join(part.strip("/") for part in parts if part.strip("/"))

@@ -350,7 +350,7 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
         if code == "ResourceNotFoundException":
             raise ConfigError(
                 f"{action}: the DynamoDB lock table {self._table!r} does not exist; create it with "
-                "Catalog.ensure_infrastructure()"
+                "`sleeper-spark init` (or Catalog.ensure_infrastructure() in Python)"
             ) from error
         if code in ("AccessDeniedException", "UnrecognizedClientException"):
             raise ConfigError(

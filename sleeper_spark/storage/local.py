@@ -40,12 +40,20 @@ def _storage_errors(what: str) -> Iterator[None]:
 
 class LocalObjectStore(ObjectStore):
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        # The folder is not created here: opening a catalog to read must not turn a mistyped
+        # path into an empty warehouse. Writes create the folders they need.
         self._root = Path(root).expanduser().resolve()
-        self._root.mkdir(parents=True, exist_ok=True)
 
     @property
     def root_uri(self) -> str:
         return str(self._root)
+
+    def root_exists(self) -> bool:
+        return self._root.is_dir()
+
+    def create_root(self) -> None:
+        with _storage_errors(f"creating the warehouse {self._root}"):
+            self._root.mkdir(parents=True, exist_ok=True)
 
     def path(self, key: str) -> Path:
         # Keys are built from escaped names, but a store is the last line of defence. A lexical

@@ -84,6 +84,12 @@ class ConditionalWritesStore(ObjectStore):
     def delete(self, key: str) -> None:
         self._store.delete(key)
 
+    def root_exists(self) -> bool:
+        return self._store.root_exists()
+
+    def create_root(self) -> None:
+        self._store.create_root()
+
     def delete_many(self, keys: builtins.list[str]) -> None:
         self._store.delete_many(keys)
 

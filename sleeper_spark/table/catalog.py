@@ -121,6 +121,7 @@ class Catalog:
         check_table_name(name)
         entry = self.backend.registry.lookup(name)
         if entry is None:
+            self.backend.check_warehouse()
             raise TableNotFoundError(f"no table {name!r} in {self.config.warehouse}; known: {self.tables()[:20]}")
         warm = self._cached(entry)
         table = self._open(entry)
@@ -132,7 +133,10 @@ class Catalog:
 
     def tables(self) -> list[str]:
         """The names of the catalog's tables, sorted."""
-        return self.backend.registry.names()
+        names = self.backend.registry.names()
+        if not names:
+            self.backend.check_warehouse()  # else a mistyped path would read as an empty catalog
+        return names
 
     def drop_table(self, name: str, purge: bool = False) -> None:
         """Removes the table from the catalog with its log; ``purge`` also deletes its data files."""

@@ -166,7 +166,31 @@ def test_a_missing_catalog_is_a_user_error() -> None:
     assert_user_error(run("tables", check=False), "no catalog given")
 
 
+@pytest.mark.parametrize("command", [["tables"], ["describe", "events"], ["history", "events"], ["lock", "status"]])
+def test_a_missing_warehouse_exits_2_and_creates_nothing(tmp_path: Path, command: list[str]) -> None:
+    # Given a mistyped warehouse path
+    missing = tmp_path / "no" / "such" / "dir"
+
+    # When a read command runs against it
+    done = run("--warehouse", str(missing), *command, check=False)
+
+    # Then it fails with exit code 2 and one line naming the path, and creates no folder
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr == f"sleeper-spark: error: the warehouse {missing} does not exist: check the path " \
+        "(create_table, catalog.write and `sleeper-spark init` create a warehouse; reads never do)\n"
+    assert not (tmp_path / "no").exists()
+
+
+def test_init_creates_a_missing_warehouse(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "dir"
+
+    run("--warehouse", str(missing), "init")
+
+    assert missing.is_dir() and run_json("--warehouse", str(missing), "tables") == []
+
+
 def test_debug_shows_the_traceback(warehouse: str) -> None:
+    run("--warehouse", warehouse, "init")
     done = run("--warehouse", warehouse, "--debug", "describe", "missing", check=False)
     assert done.returncode == 1 and "Traceback" in done.stderr and "TableNotFoundError" in done.stderr
 

@@ -255,9 +255,9 @@ def test_an_item_too_large_is_a_clear_storage_error(log: DynamoDBTransactionLog)
 
 def test_a_missing_table_is_a_clear_storage_error(client: Any) -> None:
     log = DynamoDBTransactionLog(client, "no-such-table", "t")
-    with pytest.raises(StorageError, match="ensure_infrastructure"):
+    with pytest.raises(StorageError, match="create it with `sleeper-spark init`"):
         list(log.read())
-    with pytest.raises(StorageError, match="ensure_infrastructure"):
+    with pytest.raises(StorageError, match="create it with `sleeper-spark init`"):
         log.append(1, b"x")
 
 
