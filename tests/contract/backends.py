@@ -59,9 +59,10 @@ def dynamodb_clients(endpoint: str) -> tuple[Any, Any]:
     return make_client("dynamodb", config), make_client("dynamodb", config, retries=False)
 
 
-def open_dynamodb_pointer(endpoint: str, table: str, table_id: str) -> StatePointer:
+def open_dynamodb_pointer(endpoint: str, snapshots_table: str, run: str, table: str) -> StatePointer:
+    """The pointer of ``table`` under the table id ``<run>/<table>``, so that tests sharing the DynamoDB table never meet."""
     client, conditional = dynamodb_clients(endpoint)
-    return DynamoDBStatePointer(client, table, table_id, conditional_client=conditional)
+    return DynamoDBStatePointer(client, snapshots_table, f"{run}/{table}", conditional_client=conditional)
 
 
 def open_dynamodb_registry(endpoint: str, table: str, namespace: str) -> TableRegistry:
