@@ -102,19 +102,28 @@ class ObjectStoreContract:
         payloads = (b"a" * 2**20, b"b" * 2**20)
         store.put("t/big", payloads[0])
         stop = threading.Event()
-        torn: list[int] = []
+        torn: list[str] = []
+        reads = [0]
 
         def read_while_written() -> None:
             while not stop.is_set():
-                if store.get("t/big") not in payloads:
-                    torn.append(1)
+                reads[0] += 1
+                try:
+                    data = store.get("t/big")
+                except Exception as error:  # a read that fails midway is as wrong as a torn one
+                    torn.append(repr(error))
+                    continue
+                if data not in payloads:
+                    torn.append(f"{len(data)} bytes of neither payload")
 
         reader = threading.Thread(target=read_while_written)
         reader.start()
-        # When a reader reads it all the while
+        # When a reader reads it all the while (at least 20 writes and 5 reads)
         try:
-            for round_ in range(20):
+            round_ = 0
+            while round_ < 20 or reads[0] < 5:
                 store.put("t/big", payloads[round_ % 2])
+                round_ += 1
         finally:
             stop.set()
             reader.join()
