@@ -29,6 +29,21 @@ def seaweedfs_spec(seaweedfs_s3: str, s3_bucket: str, aws_credentials_env: dict[
     return StrategySpec("native-seaweedfs", "native", f"s3://{s3_bucket}/warehouse", seaweedfs_s3)
 
 
+@pytest.fixture
+def put_and_verify_seaweedfs_spec(seaweedfs_spec: StrategySpec) -> StrategySpec:
+    """put-and-verify on a fresh SeaweedFS bucket, whose own conditional requests are refused."""
+    return StrategySpec("put-and-verify-seaweedfs", "put-and-verify", seaweedfs_spec.warehouse, seaweedfs_spec.s3_endpoint)
+
+
+@pytest.fixture
+def dynamodb_lock_seaweedfs_spec(
+    seaweedfs_spec: StrategySpec, dynamodb_local: str, dynamodb_lock_table: str
+) -> StrategySpec:
+    """dynamodb-lock on a fresh SeaweedFS bucket (its own conditional requests refused) and DynamoDB Local."""
+    return StrategySpec("dynamodb-lock-seaweedfs", "dynamodb-lock", seaweedfs_spec.warehouse,
+                        seaweedfs_spec.s3_endpoint, dynamodb_local, dynamodb_lock_table)
+
+
 def _with_test_credentials() -> pytest.MonkeyPatch:
     patch = pytest.MonkeyPatch()
     for key, value in TEST_CREDENTIALS.items():

@@ -26,16 +26,12 @@ class TestLogOnPutAndVerifyOnLocalDisk(TransactionLogContract):
 @pytest.mark.integration
 class TestLogOnPutAndVerifyOnS3(TransactionLogContract):
     @pytest.fixture
-    def log_factory(self, seaweedfs_spec: StrategySpec) -> LogFactory:
-        spec = StrategySpec("put-and-verify-seaweedfs", "put-and-verify", seaweedfs_spec.warehouse,
-                            seaweedfs_spec.s3_endpoint)
-        return functools.partial(open_log, spec, "table")
+    def log_factory(self, put_and_verify_seaweedfs_spec: StrategySpec) -> LogFactory:
+        return functools.partial(open_log, put_and_verify_seaweedfs_spec, "table")
 
 
 @pytest.mark.integration
 class TestLogOnDynamoDBLockOnS3(TransactionLogContract):
     @pytest.fixture
-    def log_factory(self, seaweedfs_spec: StrategySpec, dynamodb_local: str, dynamodb_lock_table: str) -> LogFactory:
-        spec = StrategySpec("dynamodb-lock-seaweedfs", "dynamodb-lock", seaweedfs_spec.warehouse,
-                            seaweedfs_spec.s3_endpoint, dynamodb_local, dynamodb_lock_table)
-        return functools.partial(open_log, spec, "table")
+    def log_factory(self, dynamodb_lock_seaweedfs_spec: StrategySpec) -> LogFactory:
+        return functools.partial(open_log, dynamodb_lock_seaweedfs_spec, "table")

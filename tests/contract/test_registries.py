@@ -1,4 +1,4 @@
-"""The table registry contract on the object store (local disk, put-and-verify, S3) and on DynamoDB."""
+"""The table registry contract on the object store (local disk, put-and-verify, S3, dynamodb-lock) and on DynamoDB."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ class TestObjectStoreRegistryOnS3(TableRegistryContract):
     @pytest.fixture
     def open_registry(self, seaweedfs_spec: StrategySpec) -> OpenRegistry:
         return functools.partial(open_registry, seaweedfs_spec)
+
+
+@pytest.mark.integration
+class TestObjectStoreRegistryOnDynamoDBLock(TableRegistryContract):
+    """``_catalog/<name>.json`` created under DynamoDB lock records on SeaweedFS that refuses conditional requests."""
+
+    @pytest.fixture
+    def open_registry(self, dynamodb_lock_seaweedfs_spec: StrategySpec) -> OpenRegistry:
+        return functools.partial(open_registry, dynamodb_lock_seaweedfs_spec)
 
 
 @pytest.mark.integration

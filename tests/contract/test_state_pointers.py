@@ -1,4 +1,4 @@
-"""The state pointer contract on the object store (local disk, put-and-verify, S3) and on DynamoDB."""
+"""The state pointer contract on the object store (local disk, put-and-verify, S3, dynamodb-lock) and on DynamoDB."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ class TestObjectStorePointerOnS3(StatePointerContract):
     @pytest.fixture
     def open_pointer(self, seaweedfs_spec: StrategySpec) -> OpenPointer:
         return functools.partial(open_pointer, seaweedfs_spec)
+
+
+@pytest.mark.integration
+class TestObjectStorePointerOnDynamoDBLock(StatePointerContract):
+    """``_state/latest`` moved under DynamoDB lock records on SeaweedFS that refuses conditional requests."""
+
+    @pytest.fixture
+    def open_pointer(self, dynamodb_lock_seaweedfs_spec: StrategySpec) -> OpenPointer:
+        return functools.partial(open_pointer, dynamodb_lock_seaweedfs_spec)
 
 
 @pytest.mark.integration
