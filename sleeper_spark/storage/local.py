@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from stat import S_ISREG
 from typing import BinaryIO
 
 import pyarrow as pa
@@ -65,7 +66,7 @@ class LocalObjectStore(ObjectStore):
     def get(self, key: str) -> bytes:
         try:
             return self.path(key).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):  # a folder is no object
             raise FileNotFoundError(key) from None
 
     def head(self, key: str) -> ObjectInfo | None:
@@ -73,7 +74,7 @@ class LocalObjectStore(ObjectStore):
             stat = self.path(key).stat()
         except (FileNotFoundError, NotADirectoryError):
             return None
-        return _info(key, stat)
+        return _info(key, stat) if S_ISREG(stat.st_mode) else None  # a folder is no object
 
     def put(self, key: str, data: bytes) -> str:
         target = self.path(key)

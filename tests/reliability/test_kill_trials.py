@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 import sleeper_spark as ss
-from tests.fixtures.catalogs import EVENTS_SCHEMA, make_catalog
+from tests.fixtures.catalogs import EVENTS_SCHEMA, catalog_params, make_catalog
 from tests.invariants import WriteOutcome
 from tests.reliability import budget
 from tests.reliability.crash import check_after_crash, recover_after_crash
@@ -79,7 +79,7 @@ def wait_for(journal: Path, process: subprocess.Popen[bytes], word: str, count: 
 
 
 @pytest.mark.timeout(budget.timeout_for(20 * max(budget.kill_trials(kind) for kind in KINDS)))
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", catalog_params(KINDS))
 def test_sigkilled_processes_never_break_the_table(kind: str, request: pytest.FixtureRequest,
                                                    tmp_path: Path) -> None:
     catalog = make_catalog(kind, request, tmp_path)

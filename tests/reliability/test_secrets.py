@@ -51,6 +51,7 @@ def leaks(text: str) -> bool:
     return SECRET in text or TOKEN in text
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["aws", "object_store", "object_store_dynamodb_lock"])
 def test_credentials_appear_in_no_log_record_error_repr_or_option(kind: str, request: pytest.FixtureRequest,
                                                                   tmp_path: pytest.TempPathFactory,

@@ -17,7 +17,7 @@ from tests.fixtures.catalogs import make_catalog
 from tests.invariants import check_log_invariants
 from tests.streaming.streams import delivered_ids, sink_to_table, stream_table, write_inputs
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 def test_the_sink_and_the_source_on_an_object_store(spark: SparkSession, request: pytest.FixtureRequest,

@@ -115,6 +115,7 @@ def test_only_the_append_output_mode_is_accepted(spark: SparkSession, catalog: s
                           INPUT_STRUCT, overwrite=False)
 
 
+@pytest.mark.integration
 def test_a_warm_micro_batch_costs_what_a_batch_append_costs(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     # Given a table on the AWS test servers, written once by the sink and once by a batch write,
     # so that this process (like Spark's reused Python workers) holds the table's state
