@@ -16,14 +16,14 @@ from collections.abc import Callable
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import CorruptLogError, PathExistsError, PreconditionFailedError, StorageError
+from sleeper_spark.layout import state_pointer_key, state_prefix, state_snapshot_key, state_snapshot_number
 from sleeper_spark.log.state_codec import decode_state, encode_state
 from sleeper_spark.state import TableState
-from sleeper_spark.storage import ConditionalWrites, ObjectStore, join_key
+from sleeper_spark.storage import ConditionalWrites, ObjectStore
 from sleeper_spark.storage.retry import FailureKind, StoreRetries
 
 log = logging.getLogger(__name__)
 
-STATE_DIR = "_state"
 
 
 class StatePointer(ABC):
@@ -54,7 +54,7 @@ class ObjectStoreStatePointer(StatePointer):
                  retry: StoreRetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self._store = store
         self._conditional = conditional
-        self._key = join_key(table_root, STATE_DIR, "latest")
+        self._key = state_pointer_key(table_root)
         self._retry = retry or StoreRetryPolicy()
         self._sleep = sleep
 
@@ -102,7 +102,7 @@ class StateSnapshotStore:
         self.pointer = pointer
 
     def key(self, number: int) -> str:
-        return join_key(self._root, STATE_DIR, f"{number:020d}.parquet")
+        return state_snapshot_key(self._root, number)
 
     def write(self, state: TableState) -> int:
         """Writes the state at ``state.version`` and moves the pointer to it."""
@@ -123,13 +123,9 @@ class StateSnapshotStore:
 
     def numbers(self) -> list[int]:
         """All state snapshots stored, oldest first (a LIST: not for the hot path)."""
-        prefix = join_key(self._root, STATE_DIR) + "/"
-        found = []
-        for info in self._store.list(prefix):
-            name = info.key[len(prefix):]
-            if name.endswith(".parquet") and name[:-8].isdigit():
-                found.append(int(name[:-8]))
-        return sorted(found)
+        prefix = state_prefix(self._root)
+        numbers = (state_snapshot_number(info.key[len(prefix):]) for info in self._store.list(prefix))
+        return sorted(number for number in numbers if number is not None)
 
     def load_newest(self, at_most: int | None = None) -> TableState | None:
         """The newest readable state snapshot (at most ``at_most``), or ``None``.

@@ -40,9 +40,9 @@ from typing import Literal
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import LockHeldError
+from sleeper_spark.layout import INTENT_MARK
 from sleeper_spark.storage.base import ObjectInfo, ObjectStore
 from sleeper_spark.storage.put_and_verify import (
-    INTENT_MARK,
     Listing,
     PutAndVerifySettings,
     StaleIntentError,

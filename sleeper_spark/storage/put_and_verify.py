@@ -71,12 +71,11 @@ from sleeper_spark.errors import (
     StorageError,
     WriteOutcomeUnknownError,
 )
+from sleeper_spark.layout import INTENT_MARK
 from sleeper_spark.storage.base import ObjectInfo, ObjectStore
 from sleeper_spark.storage.conditional import ConditionalWrites
 
 log = logging.getLogger(__name__)
-
-INTENT_MARK = ".INTENT."
 
 T = TypeVar("T")
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import boto3
 
 import sleeper_spark as ss
+from sleeper_spark.layout import INTENT_MARK
 from sleeper_spark.maintenance.locking import maintenance_lock_path
 from sleeper_spark.storage.locks import break_lock
-from sleeper_spark.storage.put_and_verify import INTENT_MARK
 from tests.invariants import InvariantViolation, WriteOutcome, check_table_invariants
 
 
