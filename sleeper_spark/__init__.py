@@ -25,6 +25,7 @@ from sleeper_spark.errors import (
 )
 from sleeper_spark.models import ColumnStats, FileRef, Snapshot, VacuumReport, VerifyReport
 from sleeper_spark.spark import register  # importing it registers the Spark bridge
+from sleeper_spark.spark.jvm import configure_spark, jar_path
 from sleeper_spark.table import Catalog, Table
 from sleeper_spark.version import __version__
 
@@ -55,5 +56,7 @@ __all__ = [
     "VacuumReport",
     "VerifyReport",
     "__version__",
+    "configure_spark",
+    "jar_path",
     "register",
 ]

@@ -62,11 +62,19 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
 
 
 def read(table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:
-    """The table at a version (or a time) as a DataFrame; the version is resolved here."""
+    """The table at a version (or a time) as a DataFrame; the version is resolved here.
+
+    Spark's own Parquet reader when the session has the jar (see :mod:`sleeper_spark.spark.jvm`),
+    else the ``sleeper`` Python data source.
+    """
+    from sleeper_spark.spark.native_read import read_native
     from sleeper_spark.spark.source import current_session_options, register_source, session_parallelism
 
-    register_source(spark)
     resolved = table.resolve_version(version, timestamp)  # typed errors before Spark is involved
+    native = read_native(table, spark, resolved)
+    if native is not None:
+        return native
+    register_source(spark)
     read_options = {opt.SCAN_GUARD: "true"}
     if resolved is not None:
         read_options[opt.VERSION_AS_OF] = str(resolved)

@@ -12,7 +12,7 @@ from pyspark.sql import types as T
 
 import sleeper_spark as ss
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("io_path")]
 
 AWKWARD = ["a/b", "x=y", "100%", "%2F", "..", ".", "../../etc", "ünïcödé ✓", "日本", "", None, "with space",
            "line\nbreak", "__HIVE_DEFAULT_PARTITION__", "back\\slash", "v" * 300]
