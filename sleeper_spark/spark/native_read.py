@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from sleeper_spark.datafiles.stats import from_stat
-from sleeper_spark.models import DataType, TableSchema
+from sleeper_spark.models import DataType, FileRef, TableSchema
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 # Column types whose statistics both sides order the same way (binary and nested ones have none).
 _STAT_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "float64", "string", "date",
                          "timestamp", "decimal"})
+
+# Types whose statistics the log stores as the very values Arrow takes (JSON numbers, strings, booleans).
+_JSON_NATIVE = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "float64", "string"})
 
 
 def read_native(table: Table, spark: Any, version: int | None) -> Any | None:
@@ -52,8 +55,13 @@ def read_native(table: Table, spark: Any, version: int | None) -> Any | None:
     started = time.perf_counter()
     files = files_for(table, state.version)
     handed_over = time.perf_counter()
-    jdf = _data_frame(spark, entry, f"sleeper:{table.name}@{state.version}", root, files, state.schema,
-                      state.partition_by)
+    try:
+        jdf = _data_frame(spark, entry, f"sleeper:{table.name}@{state.version}", root, files, state.schema,
+                          state.partition_by)
+    except Exception as error:  # e.g. a Spark build whose internals differ from the one the jar was built on
+        log.warning("table %s: Spark's Parquet reader could not be set up (%s); reading through the Python "
+                    "data source", table.name, str(error).splitlines()[0])
+        return None
     log.debug("table %s version %d: %d files handed over in %.3f s, indexed by the JVM in %.3f s", table.name,
               state.version, files.num_rows, handed_over - started, time.perf_counter() - handed_over)
     from pyspark.sql import DataFrame
@@ -81,25 +89,32 @@ def files_for(table: Table, version: int) -> pa.Table:
     state is an Arrow table, by renaming and casting its columns.
     """
     state = table.state(version)
-    files = list(state.files.values())
+    return file_columns(list(state.files.values()), state.schema, state.partition_by)
+
+
+def file_columns(files: list[FileRef], schema: TableSchema, partition_by: tuple[str, ...]) -> pa.Table:
+    """FileRefs in the hand-over format (what :func:`files_for` does until the state is Arrow)."""
     columns: dict[str, pa.Array] = {
         "path": pa.array([f.path for f in files], pa.string()),
         "size": pa.array([f.size_bytes for f in files], pa.int64()),
         "mtime": pa.array([0] * len(files), pa.int64()),
         "rows": pa.array([f.row_count for f in files], pa.int64()),
     }
-    for name in state.partition_by:
+    for name in partition_by:
         columns[f"part:{name}"] = pa.array([f.partition.get(name) for f in files], pa.string())
-    arrow_schema = state.schema.to_arrow()
-    for field in state.schema.fields:
+    arrow_schema = schema.to_arrow()
+    for field in schema.fields:
         stats = [f.column_stats.get(field.name) for f in files]
         columns[f"nulls:{field.name}"] = pa.array([s.null_count if s else None for s in stats], pa.int64())
         if field.type.name not in _STAT_TYPES:
             continue
-        arrow_type = _stat_type(arrow_schema.field(field.name).type)
+        arrow_type = arrow_schema.field(field.name).type
         for bound in ("min", "max"):
-            values = [from_stat(getattr(s, bound), field.type) if s else None for s in stats]
-            columns[f"{bound}:{field.name}"] = pa.array(values, arrow_schema.field(field.name).type).cast(arrow_type)
+            if field.type.name in _JSON_NATIVE:  # stored as they are: no conversion per value
+                values = [getattr(s, bound) if s else None for s in stats]
+            else:
+                values = [from_stat(getattr(s, bound), field.type) if s else None for s in stats]
+            columns[f"{bound}:{field.name}"] = pa.array(values, arrow_type).cast(_stat_type(arrow_type))
     return pa.table(columns)
 
 
@@ -118,7 +133,8 @@ def _data_frame(spark: Any, entry: Any, description: str, root: str, files: pa.T
     handle, manifest = tempfile.mkstemp(prefix="sleeper-files-", suffix=".arrows")
     try:
         with os.fdopen(handle, "wb") as sink, pa.ipc.new_stream(sink, files.schema) as writer:
-            writer.write_table(files)
+            if files.num_rows:
+                writer.write_batch(files.combine_chunks().to_batches()[0])  # the JVM reads one batch
         return entry.dataFrame(spark._jsparkSession, description, root.rstrip("/"), manifest, struct.json(),
                                _string_array(spark, partition_by))
     finally:

@@ -31,9 +31,9 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 final class FileSkipping {
     private final Map<String, FileManifest.ColumnStats> stats;
-    private final List<Long> rows;
+    private final long[] rows;
 
-    FileSkipping(Map<String, FileManifest.ColumnStats> stats, List<Long> rows) {
+    FileSkipping(Map<String, FileManifest.ColumnStats> stats, long[] rows) {
         this.stats = stats;
         this.rows = rows;
     }
@@ -58,7 +58,7 @@ final class FileSkipping {
             return nulls == null || nulls > 0;
         } else if (e instanceof IsNotNull notNull && notNull.child() instanceof AttributeReference a) {
             Long nulls = nulls(a, file);
-            return nulls == null || nulls < rows.get(file);
+            return nulls == null || nulls < rows[file];
         } else if (e instanceof In in && in.value() instanceof AttributeReference a) {
             for (Expression item : CollectionConverters.asJava(in.list())) {
                 if (!(item instanceof Literal literal) || !literal.dataType().sameType(a.dataType())
@@ -158,18 +158,21 @@ final class FileSkipping {
 
     private Object bound(AttributeReference column, boolean min, int file) {
         FileManifest.ColumnStats columnStats = stats.get(column.name());
-        Object[] values = columnStats == null ? null : (min ? columnStats.min : columnStats.max);
-        return values == null ? null : values[file];
+        Bounds values = columnStats == null ? null : (min ? columnStats.min : columnStats.max);
+        return values == null ? null : values.get(file);
     }
 
     private Long nulls(AttributeReference column, int file) {
         FileManifest.ColumnStats columnStats = stats.get(column.name());
-        return columnStats == null || columnStats.nulls == null ? null : columnStats.nulls[file];
+        if (columnStats == null || columnStats.nulls == null || columnStats.nulls[file] == FileManifest.UNKNOWN) {
+            return null;
+        }
+        return columnStats.nulls[file];
     }
 
     private boolean allNull(AttributeReference column, int file) {
         Long nulls = nulls(column, file);
-        return nulls != null && nulls.longValue() == rows.get(file).longValue();
+        return nulls != null && nulls == rows[file];
     }
 
     private static boolean isFloating(AttributeReference column) {

@@ -11,10 +11,17 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * What the Python side calls through py4j: a DataFrame over one table version that Spark reads
@@ -45,8 +52,54 @@ public final class NativeTables {
         // Data files keep their partition columns, so the data schema is the whole table; Spark
         // takes those columns' values from the index and reads the rest from the files.
         HadoopFsRelation relation = new HadoopFsRelation(index, partitionSchema, dataSchema, Option.empty(),
-                new ParquetFileFormat(), scala.collection.immutable.Map$.MODULE$.empty(), spark);
+                new ParquetFileFormat(), readOptions(dataSchema), spark);
         return spark.baseRelationToDataFrame(relation);
+    }
+
+    /**
+     * Options for Spark's Parquet reader (they reach parquet-mr through the Hadoop conf).
+     *
+     * <p>Footers that pyarrow writes keep NaN out of a float column's min/max, and parquet-mr's
+     * row-group filter then drops a row group whose NaN rows match ({@code x = NaN}, {@code x > 1}):
+     * plain {@code spark.read.parquet} gives wrong rows on such files. So for tables with float
+     * columns, row groups are not skipped by statistics; whole files still are, by the index,
+     * which knows about NaN.
+     */
+    private static scala.collection.immutable.Map<String, String> readOptions(StructType dataSchema) {
+        scala.collection.immutable.HashMap<String, String> options = new scala.collection.immutable.HashMap<>();
+        if (hasFloats(dataSchema)) {
+            options = options.updated("parquet.filter.stats.enabled", "false")
+                    .updated("parquet.filter.columnindex.enabled", "false");
+        }
+        return options;
+    }
+
+    private static boolean hasFloats(DataType type) {
+        if (type instanceof FloatType || type instanceof DoubleType) {
+            return true;
+        } else if (type instanceof StructType struct) {
+            for (StructField field : struct.fields()) {
+                if (hasFloats(field.dataType())) {
+                    return true;
+                }
+            }
+        } else if (type instanceof ArrayType array) {
+            return hasFloats(array.elementType());
+        } else if (type instanceof MapType map) {
+            return hasFloats(map.keyType()) || hasFloats(map.valueType());
+        }
+        return false;
+    }
+
+    /** The sleeper file index a DataFrame reads through, or null: lets tests and benchmarks see what was listed. */
+    public static SleeperFileIndex indexOf(Dataset<?> df) {
+        for (LogicalPlan leaf : CollectionConverters.asJava(df.queryExecution().analyzed().collectLeaves())) {
+            if (leaf instanceof LogicalRelation relation && relation.relation() instanceof HadoopFsRelation fs
+                    && fs.location() instanceof SleeperFileIndex index) {
+                return index;
+            }
+        }
+        return null;
     }
 
     /** Whether Hadoop has a file system for {@code scheme} in this session (e.g. s3a needs hadoop-aws). */

@@ -1,5 +1,7 @@
 package sleeper.spark;
 
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -36,46 +38,55 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class SleeperFileIndex implements FileIndex {
     private final String description;
+    private static final char[] HEX = "0123456789ABCDEF".toCharArray();
+
+    private final String rootUri;
+    private final String quotedRoot; // the root as Hadoop quotes it in a URI
     private final Path root;
     private final StructType partitionSchema;
     private final List<Partition> partitions = new ArrayList<>();
     private final FileSkipping skipping;
-    private final String[] inputFiles;
+    private final String[] paths;
+    private final long[] sizes;
+    private final long[] mtimes;
+    // Made when first listed: a Hadoop Path costs microseconds, and a selective query lists few files.
+    private final FileStatus[] statuses;
     private final long sizeInBytes;
     private volatile int lastListedFiles = -1;
 
-    /** The files of one partition value: their positions in the manifest and their statuses. */
-    private record Partition(InternalRow values, List<Integer> files, List<FileStatus> statuses) {
+    /** The files of one partition value, as positions in the manifest. */
+    private record Partition(InternalRow values, List<Integer> files) {
     }
 
     SleeperFileIndex(String description, String rootUri, StructType partitionSchema, FileManifest manifest,
                      String timeZone) {
         this.description = description;
+        this.rootUri = rootUri;
         this.root = new Path(rootUri);
+        this.quotedRoot = root.toUri().toString();
         this.partitionSchema = partitionSchema;
         this.skipping = new FileSkipping(manifest.stats, manifest.rows);
-        this.inputFiles = new String[manifest.size()];
+        this.paths = manifest.paths;
+        this.sizes = manifest.sizes;
+        this.mtimes = manifest.mtimes;
+        this.statuses = new FileStatus[paths.length];
         long total = 0;
-        Map<List<String>, Partition> byValue = new LinkedHashMap<>();
+        StructField[] fields = partitionSchema.fields();
+        String[][] values = new String[fields.length][];
         List<Map<String, Object>> castCache = new ArrayList<>();
-        for (int c = 0; c < partitionSchema.fields().length; c++) {
+        for (int c = 0; c < fields.length; c++) {
+            values[c] = manifest.partitions.get(fields[c].name());
             castCache.add(new HashMap<>());
         }
-        for (int i = 0; i < manifest.size(); i++) {
-            List<String> key = new ArrayList<>(partitionSchema.fields().length);
-            for (StructField field : partitionSchema.fields()) {
-                key.add(manifest.partitions.get(field.name()).get(i));
+        Map<List<String>, Partition> byValue = new LinkedHashMap<>();
+        for (int i = 0; i < paths.length; i++) {
+            List<String> key = new ArrayList<>(fields.length);
+            for (String[] column : values) {
+                key.add(column[i]);
             }
-            Partition partition = byValue.computeIfAbsent(key, k -> new Partition(
-                    partitionRow(k, castCache, timeZone), new ArrayList<>(), new ArrayList<>()));
-            long size = manifest.sizes.get(i);
-            total += size;
-            partition.files().add(i);
-            // Paths in the log are relative to the table root and never escaped: Hadoop's Path
-            // quotes every character itself, so "a%2Fb" stays a file name and is not decoded.
-            inputFiles[i] = rootUri + "/" + manifest.paths.get(i);
-            partition.statuses().add(new FileStatus(size, false, 1, 128L << 20, manifest.mtimes.get(i),
-                    new Path(inputFiles[i])));
+            byValue.computeIfAbsent(key, k -> new Partition(partitionRow(k, castCache, timeZone), new ArrayList<>()))
+                    .files().add(i);
+            total += sizes[i];
         }
         this.partitions.addAll(byValue.values());
         this.sizeInBytes = total;
@@ -114,9 +125,9 @@ public final class SleeperFileIndex implements FileIndex {
                 continue;
             }
             List<FileStatus> kept = new ArrayList<>();
-            for (int j = 0; j < partition.files().size(); j++) {
-                if (onData.isEmpty() || skipping.mayMatch(onData, partition.files().get(j))) {
-                    kept.add(partition.statuses().get(j));
+            for (int file : partition.files()) {
+                if (onData.isEmpty() || skipping.mayMatch(onData, file)) {
+                    kept.add(status(file));
                 }
             }
             if (!kept.isEmpty()) {
@@ -126,6 +137,51 @@ public final class SleeperFileIndex implements FileIndex {
         }
         lastListedFiles = count;
         return CollectionConverters.asScala(listed).toSeq();
+    }
+
+    private FileStatus status(int file) {
+        FileStatus status = statuses[file];
+        if (status == null) {
+            // Paths in the log are relative to the table root and never escaped ("a%2Fb" is a file
+            // name, not "a/b"). Quoting them here and handing Hadoop a URI is five times quicker
+            // than new Path(String), which quotes the same way and parses the result again.
+            Path path = new Path(URI.create(quotedRoot + "/" + quote(paths[file])));
+            status = new FileStatus(sizes[file], false, 1, 128L << 20, mtimes[file], path);
+            statuses[file] = status; // a race only makes an equal status twice
+        }
+        return status;
+    }
+
+    /** {@code path} with every byte outside a few characters that are safe in a URI path percent-encoded. */
+    static String quote(String path) {
+        for (int i = 0; i < path.length(); i++) {
+            if (!safe(path.charAt(i))) {
+                return quoteFrom(path, i);
+            }
+        }
+        return path; // the common case: nothing to quote
+    }
+
+    private static String quoteFrom(String path, int start) {
+        StringBuilder quoted = new StringBuilder(path.length() + 16).append(path, 0, start);
+        for (byte b : path.substring(start).getBytes(StandardCharsets.UTF_8)) {
+            char c = (char) (b & 0xff);
+            if (b >= 0 && safe(c)) {
+                quoted.append(c);
+            } else {
+                quoted.append('%').append(HEX[(b >> 4) & 0xf]).append(HEX[b & 0xf]);
+            }
+        }
+        return quoted.toString();
+    }
+
+    private static boolean safe(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' || c == '-'
+                || c == '_' || c == '.' || c == '~' || c == '=';
+    }
+
+    private String absolute(int file) {
+        return rootUri + "/" + paths[file];
     }
 
     private static boolean matches(List<Expression> filters, InternalRow values) {
@@ -169,7 +225,11 @@ public final class SleeperFileIndex implements FileIndex {
 
     @Override
     public String[] inputFiles() {
-        return inputFiles.clone();
+        String[] files = new String[paths.length];
+        for (int i = 0; i < files.length; i++) {
+            files[i] = absolute(i);
+        }
+        return files;
     }
 
     @Override
