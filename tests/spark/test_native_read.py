@@ -149,3 +149,33 @@ def test_a_temp_view_serves_sql(spark: SparkSession, catalog: ss.Catalog) -> Non
     assert name == "my_table_v1" and older == "older"
     assert spark.sql(f"select count(*) from {name} where p = 1").first()[0] == 7
     assert spark.sql("select max(id) from older").first()[0] == 9
+
+
+def test_the_warehouse_scheme_decides_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Conf:
+        def __init__(self, values: dict[str, str]) -> None:
+            self.values = values
+
+        def get(self, key: str, default: str = "") -> str:
+            return self.values.get(key, default)
+
+    class Session:
+        def __init__(self, values: dict[str, str] | None = None) -> None:
+            self.conf = Conf(values or {})
+            self._jsparkSession = None
+
+    class Entry:
+        def __init__(self, *schemes: str) -> None:
+            self.schemes = schemes
+
+        def hasFileSystem(self, session: object, scheme: str) -> bool:
+            return scheme in self.schemes
+
+    monkeypatch.setattr(jvm, "_told", set())
+    assert jvm.hadoop_location(Session(), Entry(), "/tmp/w/t", None) == "file:/tmp/w/t"
+    assert jvm.hadoop_location(Session(), Entry("s3", "s3a"), "s3://b/w/t", None) == "s3://b/w/t"  # EMR
+    assert jvm.hadoop_location(Session(), Entry("s3a"), "s3://b/w/t", None) == "s3a://b/w/t"  # hadoop-aws
+    assert jvm.hadoop_location(Session(), Entry(), "s3://b/w/t", None) is None  # no connector: Python source
+    assert jvm.hadoop_location(Session(), Entry("s3a"), "s3://b/w/t", "http://127.0.0.1:9000") is None
+    endpoint = Session({"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000"})
+    assert jvm.hadoop_location(endpoint, Entry("s3a"), "s3://b/w/t", "http://127.0.0.1:9000") == "s3a://b/w/t"
