@@ -127,3 +127,21 @@ def test_event_time_overwrite_and_int96_sessions(spark: SparkSession, catalog: s
     assert (latest.min_event_time, latest.max_event_time) == (start + dt.timedelta(minutes=10),
                                                              start + dt.timedelta(minutes=29))
     assert_df_equality(catalog.read(spark, "t"), df.where("n >= 10"), ignore_row_order=True)
+
+
+@pytest.mark.usefixtures("entry")
+def test_vacuum_removes_what_a_killed_spark_job_left(spark: SparkSession, catalog: ss.Catalog) -> None:
+    catalog.write(spark.range(0, 100, numPartitions=2).selectExpr("id", "cast(id % 2 as string) as p"), "t",
+                  partition_by=["p"])
+    table = catalog.table("t")
+    root = Path(catalog.config.warehouse) / table.root
+    dead = root / "data" / "spark-0123456789abcdef" / "_temporary" / "0" / "__sleeper_partition=42"
+    dead.mkdir(parents=True)
+    source = root / table.files()[0].path
+    (dead / "part-00000-x.c000.snappy.parquet").write_bytes(source.read_bytes())  # what a killed job left
+
+    report = table.vacuum(older_than=dt.timedelta(0))
+
+    assert report.data_files_deleted == 1
+    assert not (dead / "part-00000-x.c000.snappy.parquet").exists()
+    assert table.verify().problems == () and table.scan().num_rows == 100
