@@ -9,12 +9,19 @@ extras="${1:-}"
 
 log() { printf 'bootstrap: %s\n' "$*" >&2; }
 
-if ! command -v java >/dev/null 2>&1; then
-    log "java not found; installing openjdk-17-jre-headless (Spark and DynamoDB Local need it)"
+# The test extras also build the jar (scripts/build-jar.sh), which needs javac, not only java.
+java_package=openjdk-17-jre-headless
+java_command=java
+if [ "${extras}" = "test" ]; then
+    java_package=openjdk-17-jdk-headless
+    java_command=javac
+fi
+if ! command -v "${java_command}" >/dev/null 2>&1; then
+    log "${java_command} not found; installing ${java_package} (Spark and DynamoDB Local need Java)"
     sudo_cmd=""
     [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
     ${sudo_cmd} apt-get update
-    DEBIAN_FRONTEND=noninteractive ${sudo_cmd} apt-get install -y --no-install-recommends openjdk-17-jre-headless
+    DEBIAN_FRONTEND=noninteractive ${sudo_cmd} apt-get install -y --no-install-recommends "${java_package}"
 fi
 
 python="${PYTHON:-python3}"

@@ -6,6 +6,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_root}"
 bash scripts/bootstrap.sh test
 bash scripts/install-test-servers.sh
+bash scripts/build-jar.sh --if-stale   # the JVM file index: Spark tests run the native path with it
 .venv/bin/ruff check sleeper_spark tests bench examples
 .venv/bin/mypy sleeper_spark
 exec .venv/bin/python -m pytest "$@"

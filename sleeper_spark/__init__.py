@@ -26,6 +26,7 @@ from sleeper_spark.errors import (
 )
 from sleeper_spark.models import ColumnStats, FileRef, Snapshot, VacuumReport, VerifyReport
 from sleeper_spark.spark import register  # importing it registers the Spark bridge
+from sleeper_spark.spark.jvm import configure_spark, jar_path
 from sleeper_spark.table import Catalog, Table
 from sleeper_spark.version import __version__
 
@@ -57,5 +58,7 @@ __all__ = [
     "VerifyReport",
     "WarehouseNotFoundError",
     "__version__",
+    "configure_spark",
+    "jar_path",
     "register",
 ]

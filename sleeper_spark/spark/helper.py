@@ -30,17 +30,25 @@ _ERROR_LINE = re.compile(r"sleeper_spark\.errors\.(\w+): (.*)")
 
 def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id: str | None,
           app_version: int | None) -> Snapshot:
-    """Writes ``df`` as one snapshot of ``table`` and returns that snapshot."""
+    """Writes ``df`` as one snapshot of ``table`` and returns that snapshot.
+
+    Spark's own Parquet writer when the session has the jar (see :mod:`sleeper_spark.spark.native_write`),
+    else the ``sleeper`` Python data source.
+    """
     spark = df.sparkSession
+    from sleeper_spark.spark.native_write import write_native
     from sleeper_spark.spark.source import current_session_options, register_source
 
-    register_source(spark)
     state = table.state()
     check_data_schema(TableSchema.from_any(df.schema), state.schema, table.name)
     if app_id is not None and app_version is not None:
         earlier = idempotent_repeat(state, app_id, app_version)
         if earlier is not None:
             return earlier  # an idempotent repeat: no job runs, nothing is staged
+    native = write_native(table, df, state, mode, metadata, app_id, app_version)
+    if native is not None:
+        return native
+    register_source(spark)
     write_id = new_write_id()
     write_options = {opt.WRITE_ID: write_id, **opt.metadata_option(metadata)}
     if app_id is not None and app_version is not None:
@@ -62,11 +70,19 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
 
 
 def read(table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:
-    """The table at a version (or a time) as a DataFrame; the version is resolved here."""
+    """The table at a version (or a time) as a DataFrame; the version is resolved here.
+
+    Spark's own Parquet reader when the session has the jar (see :mod:`sleeper_spark.spark.jvm`),
+    else the ``sleeper`` Python data source.
+    """
+    from sleeper_spark.spark.native_read import read_native
     from sleeper_spark.spark.source import current_session_options, register_source, session_parallelism
 
-    register_source(spark)
     resolved = table.resolve_version(version, timestamp)  # typed errors before Spark is involved
+    native = read_native(table, spark, resolved)
+    if native is not None:
+        return native
+    register_source(spark)
     read_options = {opt.SCAN_GUARD: "true"}
     if resolved is not None:
         read_options[opt.VERSION_AS_OF] = str(resolved)

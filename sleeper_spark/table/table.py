@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -180,6 +181,16 @@ class Table:
     def read(self, spark: Any, version: int | None = None, timestamp: datetime | None = None) -> Any:
         """The table as a Spark DataFrame (at a version or a time)."""
         return spark_bridge().read(self, spark, version, timestamp)
+
+    def create_temp_view(self, spark: Any, name: str | None = None, version: int | None = None) -> str:
+        """Registers the table (at ``version``) as a temporary view for ``spark.sql``; returns its name.
+
+        The default name is the table's, with every character but letters, digits and ``_``
+        replaced by ``_`` (a view name is one SQL identifier).
+        """
+        view = name or re.sub(r"[^A-Za-z0-9_]", "_", self.name)
+        self.read(spark, version=version).createOrReplaceTempView(view)
+        return view
 
     def verify(self, version: int | None = None) -> VerifyReport:
         """Checks that every referenced file exists with its size and checksum."""

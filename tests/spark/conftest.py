@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 pytest.importorskip("pyspark")
 
+from pyspark.sql import SparkSession
+
+from sleeper_spark.spark.jvm import NATIVE_CONF, native_entry
 from tests.fixtures.spark import (
     CATALOG_BACKENDS,
     CatalogFactory,
@@ -18,5 +23,20 @@ from tests.fixtures.spark import (
     spark,
 )
 
-__all__ = ["CATALOG_BACKENDS", "CatalogFactory", "catalog", "catalog_factory", "data_files", "make_catalog",
-           "quiet_log4j2", "referenced_files", "spark"]
+
+@pytest.fixture(params=["native", "python"])
+def io_path(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
+    """Runs a test once on Spark's own Parquet reader and writer (the jar) and once on the Python
+    data source, which is what a session without the jar gets."""
+    if request.param == "native" and native_entry(spark) is None:
+        pytest.skip("the sleeper_spark jar is not built: run scripts/build-jar.sh")
+    if request.param == "python":
+        spark.conf.set(NATIVE_CONF, "false")
+    try:
+        yield str(request.param)
+    finally:
+        spark.conf.unset(NATIVE_CONF)
+
+
+__all__ = ["CATALOG_BACKENDS", "CatalogFactory", "catalog", "catalog_factory", "data_files", "io_path",
+           "make_catalog", "quiet_log4j2", "referenced_files", "spark"]

@@ -18,7 +18,7 @@ AWKWARD = ["a/b", "x=y", "100%", "%2F", "..", ".", "../../etc", "ünïcödé ✓
            "line\nbreak", "__HIVE_DEFAULT_PARTITION__", "back\\slash", "v" * 300]
 
 
-def test_awkward_partition_values_round_trip(spark: SparkSession, catalog: ss.Catalog) -> None:
+def test_awkward_partition_values_round_trip(spark: SparkSession, catalog: ss.Catalog, io_path: str) -> None:
     schema = T.StructType([T.StructField("key", T.StringType()), T.StructField("day", T.DateType()),
                            T.StructField("n", T.LongType())])
     rows = [(value, dt.date(2024, 1, 1 + i % 2), i) for i, value in enumerate(AWKWARD * 2)]
@@ -30,7 +30,9 @@ def test_awkward_partition_values_round_trip(spark: SparkSession, catalog: ss.Ca
     assert_df_equality(back, df, ignore_row_order=True)
     table = catalog.table("t")
     assert {f.partition["key"] for f in table.files()} == set(AWKWARD)
-    assert all(f.path.startswith("data/key=") and "/../" not in f.path for f in table.files())
+    # The Python writer names directories by value; Spark's writer by a hash of the values.
+    layout = "data/key=" if io_path == "python" else "data/spark-"
+    assert all(f.path.startswith(layout) and "/../" not in f.path for f in table.files())
     for value in ["a/b", "..", "", None, "ünïcödé ✓", "v" * 300]:
         matching = back.filter(F.col("key").isNull() if value is None else F.col("key") == value)
         assert sorted(r.n for r in matching.collect()) == [i for i, v in enumerate(AWKWARD * 2) if v == value]

@@ -15,7 +15,7 @@ import sleeper_spark as ss
 from sleeper_spark.spark import SparkDataFrames
 from tests.spark.conftest import CatalogFactory
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("io_path")]
 
 UTC = dt.timezone.utc
 

@@ -1,0 +1,122 @@
+package sleeper.spark;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * What the Python side calls through py4j: a DataFrame over one table version that Spark reads
+ * with its own Parquet reader (vectorised, column pruning, row-group skipping).
+ */
+public final class NativeTables {
+    private NativeTables() {
+    }
+
+    /**
+     * A DataFrame over the files listed in {@code manifestFile} (see {@link FileManifest}).
+     *
+     * @param schemaJson the table's columns as Spark's schema JSON, partition columns included
+     * @param partitionColumns the partition columns in path order
+     */
+    public static Dataset<Row> dataFrame(SparkSession spark, String description, String rootUri,
+                                         String manifestFile, String schemaJson, String[] partitionColumns)
+            throws IOException {
+        StructType dataSchema = (StructType) DataType.fromJson(schemaJson);
+        List<StructField> partitionFields = new ArrayList<>();
+        for (String column : partitionColumns) {
+            partitionFields.add(dataSchema.apply(column));
+        }
+        StructType partitionSchema = new StructType(partitionFields.toArray(new StructField[0]));
+        FileManifest manifest = FileManifest.read(manifestFile);
+        String timeZone = spark.sessionState().conf().sessionLocalTimeZone();
+        SleeperFileIndex index = new SleeperFileIndex(description, rootUri, partitionSchema, manifest, timeZone);
+        // Data files keep their partition columns, so the data schema is the whole table; Spark
+        // takes those columns' values from the index and reads the rest from the files.
+        HadoopFsRelation relation = new HadoopFsRelation(index, partitionSchema, dataSchema, Option.empty(),
+                new ParquetFileFormat(), readOptions(dataSchema), spark);
+        return spark.baseRelationToDataFrame(relation);
+    }
+
+    /**
+     * Options for Spark's Parquet reader (they reach parquet-mr through the Hadoop conf).
+     *
+     * <p>Footers that pyarrow writes keep NaN out of a float column's min/max, and parquet-mr's
+     * row-group filter then drops a row group whose NaN rows match ({@code x = NaN}, {@code x > 1}):
+     * plain {@code spark.read.parquet} gives wrong rows on such files. So for tables with float
+     * columns, row groups are not skipped by statistics; whole files still are, by the index,
+     * which knows about NaN.
+     */
+    private static scala.collection.immutable.Map<String, String> readOptions(StructType dataSchema) {
+        scala.collection.immutable.HashMap<String, String> options = new scala.collection.immutable.HashMap<>();
+        if (hasFloats(dataSchema)) {
+            options = options.updated("parquet.filter.stats.enabled", "false")
+                    .updated("parquet.filter.columnindex.enabled", "false");
+        }
+        return options;
+    }
+
+    private static boolean hasFloats(DataType type) {
+        if (type instanceof FloatType || type instanceof DoubleType) {
+            return true;
+        } else if (type instanceof StructType struct) {
+            for (StructField field : struct.fields()) {
+                if (hasFloats(field.dataType())) {
+                    return true;
+                }
+            }
+        } else if (type instanceof ArrayType array) {
+            return hasFloats(array.elementType());
+        } else if (type instanceof MapType map) {
+            return hasFloats(map.keyType()) || hasFloats(map.valueType());
+        }
+        return false;
+    }
+
+    /** The sleeper file index a DataFrame reads through, or null: lets tests and benchmarks see what was listed. */
+    public static SleeperFileIndex indexOf(Dataset<?> df) {
+        for (LogicalPlan leaf : CollectionConverters.asJava(df.queryExecution().analyzed().collectLeaves())) {
+            if (leaf instanceof LogicalRelation relation && relation.relation() instanceof HadoopFsRelation fs
+                    && fs.location() instanceof SleeperFileIndex index) {
+                return index;
+            }
+        }
+        return null;
+    }
+
+    /** Whether Hadoop has a file system for {@code scheme} in this session (e.g. s3a needs hadoop-aws). */
+    public static boolean hasFileSystem(SparkSession spark, String scheme) {
+        Configuration conf = spark.sessionState().newHadoopConf();
+        try {
+            FileSystem.getFileSystemClass(scheme, conf);
+            return true;
+        } catch (IOException | RuntimeException | LinkageError error) {
+            return false;
+        }
+    }
+
+    /** The version of this jar, so that the Python side can refuse a stale one. */
+    public static String version() {
+        Package own = NativeTables.class.getPackage();
+        String version = own == null ? null : own.getImplementationVersion();
+        return version == null ? "unknown" : version;
+    }
+}

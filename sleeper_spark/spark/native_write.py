@@ -1,0 +1,167 @@
+"""Writes a DataFrame with Spark's own Parquet writer, then commits the new files as one snapshot.
+
+Spark writes into a directory no other write uses, ``data/spark-<write id>/``, with
+``partitionBy`` on a hidden column, a hash of the partition values: the data files keep every
+table column, as the Python writer's do, so each reader (Spark's, the Python source,
+``t.scan()``, compaction) reads them alike, and the driver takes each file's partition values
+from its footer. The driver then lists the new ``*.parquet`` files (``_SUCCESS``
+and other files Spark leaves are removed), reads each once, on a few threads, for its SHA-256
+and footer (:mod:`sleeper_spark.spark.footers`), and commits through ``Table.commit_files``
+like every other write.
+
+A job that fails commits nothing, and its directory is deleted (best effort). A driver killed
+mid-job leaves files that no version refers to: vacuum removes them after its retention.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sleeper_spark.datafiles.paths import DATA_DIR
+from sleeper_spark.models import FileRef, Snapshot
+from sleeper_spark.spark.footers import file_ref
+from sleeper_spark.spark.jvm import hadoop_location, native_entry
+from sleeper_spark.spark.native_read import native_types
+from sleeper_spark.state import TableState
+from sleeper_spark.storage import join_key
+from sleeper_spark.table.writes import new_write_id
+
+if TYPE_CHECKING:
+    from sleeper_spark.table import Table
+
+log = logging.getLogger(__name__)
+
+HIDDEN_COLUMN = "__sleeper_partition"
+_FOOTER_THREADS = 8
+_TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: Mapping[str, str],
+                 app_id: str | None, app_version: int | None) -> Snapshot | None:
+    """Writes ``df`` (already checked against ``state``'s schema) as one snapshot, or returns None
+    when this session cannot take the native path (the caller then uses the Python source)."""
+    spark = df.sparkSession
+    entry = native_entry(spark)
+    if entry is None or not native_types(state.schema):
+        return None
+    root = hadoop_location(spark, entry, table.location, table.catalog.config.s3_endpoint)
+    if root is None:
+        return None
+    write_id = new_write_id()
+    write_dir = f"{DATA_DIR}/spark-{write_id}"
+    try:
+        _run_job(spark, df, state, f"{root.rstrip('/')}/{write_dir}")
+        files = staged_files(table, write_dir, state)
+    except BaseException:
+        _remove(table, write_dir)
+        raise
+    result = table.commit_files(files, mode, dict(metadata), write_id, app_id, app_version)
+    log.info("table %s: Spark wrote %d file(s) for version %d", table.name, len(files), result.snapshot.version)
+    return result.snapshot
+
+
+def _run_job(spark: Any, df: Any, state: TableState, target: str) -> None:
+    from pyspark.sql import functions as F
+
+    columns = [F.col(_quoted(name)) for name in state.schema.names]
+    partitioned = bool(state.partition_by)
+    if partitioned:
+        # One directory per partition value, named by a hash of the values: Spark's own directory
+        # names fail on long values (a file name has 255 bytes) and the values themselves are in
+        # the files, where the driver reads them. The null flags keep (null, "a") and ("a", null)
+        # apart, since the hash skips nulls.
+        parts = [F.col(_quoted(name)) for name in state.partition_by]
+        key = F.xxhash64(*[c for part in parts for c in (part, part.isNull())])
+        columns.append(key.alias(HIDDEN_COLUMN))
+    writer = df.select(*columns).write.mode("errorifexists")
+    if partitioned:
+        writer = writer.partitionBy(HIDDEN_COLUMN)
+    with _micros_timestamps(spark, any(f.type.name == "timestamp" for f in state.schema.fields)):
+        writer.parquet(target)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+_timestamp_lock = threading.Lock()
+_timestamp_writers = 0
+_timestamp_before: str | None = None
+
+
+@contextmanager
+def _micros_timestamps(spark: Any, needed: bool) -> Iterator[None]:
+    """Spark's default INT96 timestamps have no statistics and overflow pyarrow's nanoseconds after
+    2262; the session writes INT64 microseconds while any helper write runs (a per-write option
+    does not exist). Writes that overlap share the setting; the last one restores it."""
+    global _timestamp_writers, _timestamp_before
+    if not needed or (spark.conf.get(_TIMESTAMP_CONF, "") == "TIMESTAMP_MICROS" and _timestamp_writers == 0):
+        yield
+        return
+    with _timestamp_lock:
+        if _timestamp_writers == 0:
+            _timestamp_before = spark.conf.get(_TIMESTAMP_CONF, "INT96")
+            spark.conf.set(_TIMESTAMP_CONF, "TIMESTAMP_MICROS")
+        _timestamp_writers += 1
+    try:
+        yield
+    finally:
+        with _timestamp_lock:
+            _timestamp_writers -= 1
+            if _timestamp_writers == 0:
+                spark.conf.set(_TIMESTAMP_CONF, _timestamp_before)
+
+
+def staged_files(table: Table, write_dir: str, state: TableState) -> list[FileRef]:
+    """FileRefs of the data files Spark wrote under ``write_dir``; every other file there is removed."""
+    prefix = join_key(table.root, write_dir)
+    keys = [info.key for info in table.store.list(prefix + "/")]
+    data = [key for key in keys if _is_data_file(key)]
+    _delete(table, [key for key in keys if not _is_data_file(key)])
+    cut = len(table.root.strip("/")) + 1
+
+    def one(key: str) -> FileRef:
+        return file_ref(table.store.get(key), key[cut:], state.schema, state.partition_by, table.name)
+
+    files = _parallel(one, data)
+    empty = [join_key(table.root, f.path) for f in files if f.row_count == 0]
+    _delete(table, empty)  # Spark writes an empty file for an empty input; the Python writer writes none
+    return sorted((f for f in files if f.row_count > 0), key=lambda f: f.path)
+
+
+def _is_data_file(key: str) -> bool:
+    name = key.rsplit("/", 1)[-1]
+    return name.endswith(".parquet") and not name.startswith((".", "_")) and "/_temporary/" not in key
+
+
+def _parallel(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    if len(items) <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(items)), thread_name_prefix="sleeper-footer") as pool:
+        return list(pool.map(work, items))
+
+
+def _remove(table: Table, write_dir: str) -> None:
+    try:
+        keys = [info.key for info in table.store.list(join_key(table.root, write_dir) + "/")]
+    except Exception as error:
+        log.warning("could not list %s after a failed write: %s; vacuum will remove its files", write_dir, error)
+        return
+    _delete(table, keys)
+
+
+def _delete(table: Table, keys: list[str]) -> None:
+    if not keys:
+        return
+    try:
+        table.store.delete_many(keys)
+    except Exception as error:
+        log.warning("could not delete %d file(s) of a Spark write: %s; vacuum will remove data files", len(keys),
+                    error)
