@@ -3,7 +3,8 @@
 Keys are relative to the warehouse root (``table_root`` is a table's folder in it)::
 
     _catalog/<name>.json                         the table registry of an object-store catalog
-    <table>/data/<col>=<value>/…/<uuid>.parquet  data files
+    <table>/data/<col>=<value>/…/<uuid>.parquet  data files (the Python writer)
+    <table>/data/spark-<write id>/…/part-….parquet  data files (Spark's own writer, one folder a write)
     <table>/_log/<20-digit number>.json          the transaction log of an object-store catalog
     <table>/_log/bodies/<sha256>.json            transaction bodies too big for a log entry
     <table>/_state/<20-digit number>.parquet     state snapshots
@@ -38,6 +39,11 @@ def _join(*parts: str) -> str:
 
 def registry_key(table_name: str) -> str:
     return _join(CATALOG_DIR, f"{table_name}.json")
+
+
+def spark_write_dir(write_id: str) -> str:
+    """The folder, relative to the table root, that one write through Spark's own writer fills."""
+    return _join(DATA_DIR, f"spark-{write_id}")
 
 
 def log_prefix(table_root: str) -> str:

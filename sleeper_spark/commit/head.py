@@ -156,13 +156,14 @@ class TableHead:
         if travelled is not None and version == travelled.version:
             return travelled
         if version < 1:
-            raise SnapshotNotFoundError(f"table {self.name!r} has no version {version}")
+            raise SnapshotNotFoundError(f"table {self.name!r} has no snapshot with version {version}")
         if known is not None and version > known.version:
             current = self.catch_up()
             if version == current.version:
                 return current
             if version > current.version:
-                raise SnapshotNotFoundError(f"table {self.name!r} has no version {version} (latest: {current.version})")
+                raise SnapshotNotFoundError(
+                    f"table {self.name!r} has no snapshot with version {version} (latest: {current.version})")
         state = self._travelled = self._load(at_most=version)
         return state
 
@@ -186,7 +187,7 @@ class TableHead:
             )
         state = fold(self._decoded(after, up_to=at_most), start)
         if at_most is not None and state.version < at_most:
-            raise SnapshotNotFoundError(f"table {self.name!r} has no version {at_most}")
+            raise SnapshotNotFoundError(f"table {self.name!r} has no snapshot with version {at_most}")
         return state
 
     def _decoded(self, after: int, up_to: int | None = None) -> Iterator[tuple[int, Transaction]]:

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from sleeper_spark.datafiles.stats import from_stat
-from sleeper_spark.models import DataType, FileRef, TableSchema
+from sleeper_spark.models import DataType, TableSchema
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 
 if TYPE_CHECKING:
@@ -34,8 +33,6 @@ log = logging.getLogger(__name__)
 _STAT_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "float64", "string", "date",
                          "timestamp", "decimal"})
 
-# Types whose statistics the log stores as the very values Arrow takes (JSON numbers, strings, booleans).
-_JSON_NATIVE = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "float64", "string"})
 
 
 def read_native(table: Table, spark: Any, version: int | None) -> Any | None:
@@ -85,36 +82,35 @@ def _native_type(type_: DataType) -> bool:
 def files_for(table: Table, version: int) -> pa.Table:
     """The live files of ``version`` and their statistics, in the hand-over format.
 
-    The one place that gets them from the table state: today from ``table.files()``, once the
-    state is an Arrow table, by renaming and casting its columns.
+    The one place that gets them from the table state: the state's files table, its columns
+    renamed and cast, so no per-file Python object is made whatever the number of files.
     """
     state = table.state(version)
-    return file_columns(list(state.files.values()), state.schema, state.partition_by)
+    return hand_over_columns(table.files_table(version), state.schema, state.partition_by)
 
 
-def file_columns(files: list[FileRef], schema: TableSchema, partition_by: tuple[str, ...]) -> pa.Table:
-    """FileRefs in the hand-over format (what :func:`files_for` does until the state is Arrow)."""
-    columns: dict[str, pa.Array] = {
-        "path": pa.array([f.path for f in files], pa.string()),
-        "size": pa.array([f.size_bytes for f in files], pa.int64()),
-        "mtime": pa.array([0] * len(files), pa.int64()),
-        "rows": pa.array([f.row_count for f in files], pa.int64()),
+def hand_over_columns(files: pa.Table, schema: TableSchema, partition_by: tuple[str, ...]) -> pa.Table:
+    """A files table (see ``Table.files_table``) in the hand-over format."""
+    columns: dict[str, pa.ChunkedArray | pa.Array] = {
+        "path": files["path"],
+        "size": files["size_bytes"].cast(pa.int64()),
+        "mtime": pa.repeat(pa.scalar(0, pa.int64()), files.num_rows),
+        "rows": files["row_count"].cast(pa.int64()),
     }
     for name in partition_by:
-        columns[f"part:{name}"] = pa.array([f.partition.get(name) for f in files], pa.string())
+        columns[f"part:{name}"] = files[f"partition.{name}"].cast(pa.string())
     arrow_schema = schema.to_arrow()
     for field in schema.fields:
-        stats = [f.column_stats.get(field.name) for f in files]
-        columns[f"nulls:{field.name}"] = pa.array([s.null_count if s else None for s in stats], pa.int64())
+        nulls = f"null_count.{field.name}"
+        columns[f"nulls:{field.name}"] = (files[nulls].cast(pa.int64()) if nulls in files.column_names
+                                          else pa.nulls(files.num_rows, pa.int64()))
         if field.type.name not in _STAT_TYPES:
             continue
         arrow_type = arrow_schema.field(field.name).type
         for bound in ("min", "max"):
-            if field.type.name in _JSON_NATIVE:  # stored as they are: no conversion per value
-                values = [getattr(s, bound) if s else None for s in stats]
-            else:
-                values = [from_stat(getattr(s, bound), field.type) if s else None for s in stats]
-            columns[f"{bound}:{field.name}"] = pa.array(values, arrow_type).cast(_stat_type(arrow_type))
+            name = f"{bound}.{field.name}"
+            values = files[name] if name in files.column_names else pa.nulls(files.num_rows, arrow_type)
+            columns[f"{bound}:{field.name}"] = values.cast(arrow_type).cast(_stat_type(arrow_type))
     return pa.table(columns)
 
 

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sleeper_spark.datafiles.paths import DATA_DIR
+from sleeper_spark.layout import spark_write_dir
 from sleeper_spark.models import FileRef, Snapshot
 from sleeper_spark.spark.footers import file_ref
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
@@ -55,7 +55,7 @@ def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: 
     if root is None:
         return None
     write_id = new_write_id()
-    write_dir = f"{DATA_DIR}/spark-{write_id}"
+    write_dir = spark_write_dir(write_id)
     try:
         _run_job(spark, df, state, f"{root.rstrip('/')}/{write_dir}")
         files = staged_files(table, write_dir, state)
