@@ -24,12 +24,16 @@ def fails_once(value: int) -> int:
     context = TaskContext.get()
     # Late in partition 0, on the first attempt only: the writer has consumed rows by then.
     if context is not None and context.partitionId() == 0 and context.attemptNumber() == 0 and value == 40_000:
+        # A file says it happened: the driver's logging of a failed task may be turned down.
+        with open(os.environ["SLEEPER_TEST_INJECTED"], "a") as marker:
+            marker.write("injected failure of the first attempt\n")
         raise RuntimeError("injected failure of the first attempt")
     return value
 
 
 def main(warehouse: str, log4j: str) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable  # read when the JVM starts its Python workers
+    os.environ["SLEEPER_TEST_INJECTED"] = os.path.join(os.path.dirname(warehouse), "injected")
     spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
