@@ -9,20 +9,18 @@ retried commit writes the body once, and a body whose entry never landed is garb
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime, timezone
-from typing import Any
 
 from pydantic import ValidationError
 
 from sleeper_spark.errors import CorruptLogError, PathExistsError
 from sleeper_spark.layout import body_key
 from sleeper_spark.models import Transaction, decode_transaction, encode_transaction
+from sleeper_spark.models.spill import SpillPointer
 from sleeper_spark.storage import ObjectStore, join_key
 
 SPILL_THRESHOLD = 200 * 1024
 _STABLE_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_SPILLED = "spilled"
 
 
 class TransactionCodec:
@@ -46,19 +44,13 @@ class TransactionCodec:
             self._store.create_if_absent(key, stable)
         except PathExistsError:
             pass  # an earlier attempt of this same commit wrote it
-        pointer: dict[str, Any] = {
-            "type": _SPILLED,
-            "body": key.removeprefix(self._root + "/"),
-            "checksum": f"sha256:{digest}",
-            "parent_id": txn.parent_id,
-            "committed_at": txn.committed_at.isoformat(),
-        }
-        return json.dumps(pointer).encode()
+        return SpillPointer(body=key.removeprefix(self._root + "/"), checksum=f"sha256:{digest}",
+                            parent_id=txn.parent_id, committed_at=txn.committed_at).encode()
 
     def decode(self, number: int, data: bytes) -> Transaction:
         try:
-            if data.startswith(b'{"type":"spilled"') or data.startswith(b'{"type": "spilled"'):
-                return self._load_spilled(number, json.loads(data))
+            if SpillPointer.is_pointer(data):
+                return self._load_spilled(number, SpillPointer.decode(data))
             return decode_transaction(data)
         except (ValidationError, ValueError, KeyError) as error:
             raise self._damaged(number, _first_line(error)) from None
@@ -73,23 +65,18 @@ class TransactionCodec:
 
     def spilled_key(self, data: bytes) -> str | None:
         """The table-relative body key an entry points to, if it was spilled."""
-        if b'"spilled"' not in data[:40]:
-            return None
-        key: str = json.loads(data)["body"]
-        return key
+        return SpillPointer.decode(data).body if SpillPointer.is_pointer(data) else None
 
-    def _load_spilled(self, number: int, pointer: dict[str, Any]) -> Transaction:
-        key = join_key(self._root, pointer["body"])
+    def _load_spilled(self, number: int, pointer: SpillPointer) -> Transaction:
+        key = join_key(self._root, pointer.body)
         try:
             body = self._store.get(key)
         except FileNotFoundError:
             raise self._damaged(number, f"its body {key} is missing") from None
-        if f"sha256:{hashlib.sha256(body).hexdigest()}" != pointer["checksum"]:
+        if f"sha256:{hashlib.sha256(body).hexdigest()}" != pointer.checksum:
             raise self._damaged(number, f"its body {key} is damaged")
         txn = decode_transaction(body)
-        return txn.model_copy(
-            update={"parent_id": pointer["parent_id"], "committed_at": datetime.fromisoformat(pointer["committed_at"])}
-        )
+        return txn.model_copy(update={"parent_id": pointer.parent_id, "committed_at": pointer.committed_at})
 
 
 def _first_line(error: Exception) -> str:

@@ -146,7 +146,7 @@ def test_catalog_options_file(tmp_path: Path, warehouse: str, events: ss.Table) 
     ("args", "fragment"),
     [
         (("describe", "missing"), "no table 'missing'"),
-        (("files", "events", "--version", "99"), "no version 99"),
+        (("files", "events", "--version", "99"), "no snapshot with version 99"),
         (("history",), "Missing argument"),
         (("frobnicate",), "No such command"),
         (("vacuum", "events", "--older-than", "soon"), "cannot read the duration"),

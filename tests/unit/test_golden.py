@@ -33,6 +33,7 @@ from sleeper_spark.models import (
     decode_transaction,
     encode_transaction,
 )
+from sleeper_spark.models.spill import SpillPointer
 from sleeper_spark.state import TableState, fold
 
 GOLDEN = Path(__file__).parents[1] / "golden"
@@ -146,3 +147,16 @@ def test_a_format_1_state_snapshot_still_opens() -> None:
 def test_bytes_of_no_known_format_are_reported_as_a_damaged_state_snapshot() -> None:
     with pytest.raises(CorruptLogError, match="no known magic"):
         decode_state(b"something else entirely", "somewhere")
+
+
+def test_the_spill_pointer_keeps_its_stored_form() -> None:
+    # Given the entry that stands in for a spilled body
+    pointer = SpillPointer(body="_log/bodies/ab12.json", checksum="sha256:ab12", parent_id="s2", committed_at=AT)
+    # When it is encoded, Then its bytes are the released ones, and they read back as the same pointer
+    stored = pointer.encode()
+    _check("spill_pointer.json", stored.decode() + "\n")
+    assert SpillPointer.decode((GOLDEN / "spill_pointer.json").read_bytes()) == pointer
+    # Both forms released writers used are recognised; a transaction is not
+    assert SpillPointer.is_pointer(stored)
+    assert SpillPointer.is_pointer(json.dumps(json.loads(stored), separators=(",", ":")).encode())
+    assert not SpillPointer.is_pointer(encode_transaction(EXAMPLES["add_files"]))
