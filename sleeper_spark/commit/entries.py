@@ -6,6 +6,7 @@ import hashlib
 import uuid
 from datetime import datetime
 
+from sleeper_spark.errors import ConfigError, CorruptLogError
 from sleeper_spark.log import TransactionCodec
 from sleeper_spark.models import SetProperties, Transaction
 
@@ -40,3 +41,17 @@ def loss_record(number: int, damaged: bytes, reason: str, parent_id: str | None,
     )
 
 
+def refuse_repair(table: str, number: int, state_snapshots: list[int]) -> None:
+    """Raises unless transaction ``number`` may be recorded as lost (see ``TableHead.repair``)."""
+    if number == 1:
+        raise CorruptLogError(
+            f"table {table!r}: transaction 1 creates the table and cannot be recorded as lost; restore it from a "
+            "backup"
+        )
+    covering = [n for n in state_snapshots if n >= number]
+    if covering:
+        raise ConfigError(
+            f"table {table!r}: state snapshot {min(covering)} already holds what transaction {number} did, so "
+            "versions from it on read without the damaged entry; truncate the log (sleeper-spark truncate) to cut "
+            "the entry away instead of repairing it"
+        )

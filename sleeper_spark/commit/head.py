@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 
 from tenacity import RetryError
 
-from sleeper_spark.commit.entries import LogEntry, loss_record
+from sleeper_spark.commit.entries import LogEntry, loss_record, refuse_repair
 from sleeper_spark.commit.repeats import repeat_of
 from sleeper_spark.commit.retry import RetryCommit, commit_retrying
 from sleeper_spark.config import RetryPolicy
@@ -371,7 +371,7 @@ class TableHead:
                 pass
             else:
                 raise ConfigError(f"table {self.name!r}: transaction {number} is intact; there is nothing to repair")
-            self._refuse_repair_under_state_snapshot(number)
+            refuse_repair(self.name, number, self.state_snapshots.numbers())
             before = self._load(at_most=number - 1)
             loss = loss_record(number, record.body, reason, before.snapshot_id, self._clock())
             try:
@@ -386,20 +386,6 @@ class TableHead:
             latest = self.state_at(number).latest
             assert latest is not None
             return latest
-
-    def _refuse_repair_under_state_snapshot(self, number: int) -> None:
-        if number == 1:
-            raise CorruptLogError(
-                f"table {self.name!r}: transaction 1 creates the table and cannot be recorded as lost; restore "
-                "it from a backup"
-            )
-        covering = [n for n in self.state_snapshots.numbers() if n >= number]
-        if covering:
-            raise ConfigError(
-                f"table {self.name!r}: state snapshot {min(covering)} already holds what transaction {number} "
-                "did, so versions from it on read without the damaged entry; truncate the log "
-                "(sleeper-spark truncate) to cut the entry away instead of repairing it"
-            )
 
     def create_state_snapshot(self) -> int:
         state = self.catch_up()
