@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -40,3 +41,12 @@ def io_path(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str
 
 __all__ = ["CATALOG_BACKENDS", "CatalogFactory", "catalog", "catalog_factory", "data_files", "io_path",
            "make_catalog", "quiet_log4j2", "referenced_files", "spark"]
+
+
+@pytest.fixture
+def entry(spark: SparkSession) -> Any:
+    """The jar's entry point in the shared session; skips the test where the jar is not built."""
+    found = native_entry(spark)
+    if found is None:
+        pytest.skip("the sleeper_spark jar is not built: run scripts/build-jar.sh")
+    return found

@@ -19,14 +19,6 @@ from tests.spark.test_roundtrip import ALL_TYPES, all_types_rows, maps_by_id, wi
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def entry(spark: SparkSession) -> Any:
-    found = native_entry(spark)
-    if found is None:
-        pytest.skip("the sleeper_spark jar is not built: run scripts/build-jar.sh")
-    return found
-
-
 def python_source(spark: SparkSession, catalog: ss.Catalog, table: str, version: int | None = None) -> DataFrame:
     reader = spark.read.format("sleeper").options(**catalog.options())
     if version is not None:

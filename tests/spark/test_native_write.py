@@ -13,21 +13,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import sleeper_spark as ss
-from sleeper_spark.spark.jvm import NATIVE_CONF, native_entry
+from sleeper_spark.spark.jvm import NATIVE_CONF
 from tests.spark.conftest import data_files
 from tests.spark.test_roundtrip import ALL_TYPES, all_types_rows, maps_by_id, without_maps
 
 pytestmark = pytest.mark.spark
 
 UTC = dt.timezone.utc
-
-
-@pytest.fixture
-def entry(spark: SparkSession) -> Any:
-    found = native_entry(spark)
-    if found is None:
-        pytest.skip("the sleeper_spark jar is not built: run scripts/build-jar.sh")
-    return found
 
 
 def python_path(spark: SparkSession) -> Any:
