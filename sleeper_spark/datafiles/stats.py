@@ -42,7 +42,7 @@ class StatsAccumulator:
                 if len(column) == 0 or column.null_count == len(column):
                     continue
             bounds = pc.min_max(column)
-            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            low, high = _python(bounds["min"], up=False), _python(bounds["max"], up=True)
             if name not in self._min or low < self._min[name]:
                 self._min[name] = low
             if name not in self._max or high > self._max[name]:
@@ -56,6 +56,15 @@ class StatsAccumulator:
                               null_count=nulls)
             for name, nulls in self._nulls.items()
         }
+
+
+def _python(bound: pa.Scalar, up: bool) -> Any:
+    """A bound as a Python value; nanoseconds, which a datetime cannot hold, round outward to
+    the microsecond, so the bounds still enclose every value."""
+    if not (pa.types.is_timestamp(bound.type) and bound.type.unit == "ns"):
+        return bound.as_py()
+    micros, nanos = divmod(bound.value, 1000)
+    return pa.scalar(micros + (1 if up and nanos else 0), pa.timestamp("us", bound.type.tz)).as_py()
 
 
 def _orderable(t: pa.DataType) -> bool:
