@@ -206,6 +206,8 @@ class _Evaluation:
             return None
         try:
             typed = values if values.type.equals(arrow_type) else values.cast(arrow_type, safe=True)
+            if typed is not values and not typed.cast(values.type, safe=True).equals(values):
+                return None  # the cast rounded (a double to a decimal): compare by value instead
         except _ERRORS:
             return None
         strings = pa.array([partition_value_to_string(v) for v in typed.to_pylist()], pa.string())
@@ -224,7 +226,7 @@ class _Evaluation:
         if not (isinstance(left, Field) and isinstance(right, Literal)):
             return self.unknown()
         if name in ("equal", "not_equal") and right.value.is_valid:
-            as_text = self._partition_strings(left.name, pa.array([right.value.as_py()], right.value.type))
+            as_text = self._partition_strings(left.name, pa.array([right.value]))
             if as_text is not None:
                 text, strings = as_text
                 same = pc.fill_null(pc.equal(text, strings[0]), False)
@@ -325,6 +327,10 @@ def _like(value: pa.Scalar, arrow_type: pa.DataType) -> pa.Scalar:
     if value.type.equals(arrow_type):
         return value
     try:
-        return value.cast(arrow_type, safe=True)
+        cast = value.cast(arrow_type, safe=True)
+        # a safe cast may still round (a double to float32): only an exact one is used
+        if cast.cast(value.type, safe=True).equals(value):
+            return cast
     except _ERRORS:
-        return value  # compare as is (e.g. 2.5 against an integer column: both become doubles)
+        pass
+    return value  # compare as is (e.g. 2.5 against an integer column: both become doubles)
