@@ -128,7 +128,7 @@ class DataFileWriter:
 
     def close(self) -> list[FileRef]:
         for key in list(self._buffers):
-            self._flush(key)
+            self._flush(key, final=True)
         for key in list(self._open):
             self._done.append(self._open.pop(key).publish())
         return list(self._done)
@@ -145,18 +145,30 @@ class DataFileWriter:
         self._store.delete_many([join_key(self._root, f.path) for f in self._done])
         self._done.clear()
 
-    def _flush(self, key: PartitionKey) -> None:
+    def _flush(self, key: PartitionKey, final: bool = False) -> None:
+        """Writes the buffered rows as row groups of ``row_group_rows``; the rows short of a whole
+        group stay buffered unless ``final``. A file is published once it reaches the target size,
+        so however big a batch, no file grows more than one row group past it."""
         parts = self._buffers.pop(key, [])
         self._buffered_rows.pop(key, None)
         if not parts:
             return
         table = pa.concat_tables(parts)
+        size = self._row_group_rows
+        end = table.num_rows if final else table.num_rows - table.num_rows % size
+        for offset in range(0, end, size):
+            self._write_group(key, table.slice(offset, min(size, end - offset)))
+        if end < table.num_rows:
+            self._buffers[key] = [table.slice(end)]
+            self._buffered_rows[key] = table.num_rows - end
+
+    def _write_group(self, key: PartitionKey, group: pa.Table) -> None:
         open_file = self._open.get(key)
         if open_file is None:
             partition = dict(zip(self._partition_by, key, strict=True))
             open_file = self._open[key] = _OpenFile(self._store, self._root, self._arrow_schema, partition,
                                                     self._partition_by)
-        open_file.write(table)
+        open_file.write(group)
         if open_file.bytes_written >= self._target:
             self._done.append(self._open.pop(key).publish())
 
