@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -190,12 +190,12 @@ class CatalogConfig(BaseModel):
         Unknown keys are refused with the closest known option; the read, write and streaming
         options that a data source receives beside these (see :data:`OPTIONS`) are ignored here.
         """
-        fields: dict[str, object] = {}
+        fields: dict[str, Any] = {}
         for key, value in OPTIONS.by_name({key.lower(): value for key, value in options.items()}, "catalog").items():
-            *groups, name = OPTIONS.spec(key).field_path
+            *groups, name = OPTIONS.spec(key).field_path  # ("retry", "max_attempts") for retry.max_attempts
             target = fields
             for group in groups:
-                target = target.setdefault(group, {})  # type: ignore[assignment]
+                target = target.setdefault(group, {})
             target[name] = value
         if "warehouse" not in fields:
             raise ConfigError("the 'warehouse' option is required (a local path or s3://bucket/prefix)")
