@@ -2,22 +2,24 @@
 
 Spark hands a data source its options as a flat, case-insensitive ``dict[str, str]``; the
 session conf adds ``spark.sleeper.<option>`` entries. Both become one frozen
-:class:`CatalogConfig` here, once, and nothing below deals with strings again.
+:class:`CatalogConfig` here, once, and nothing below deals with strings again. :data:`OPTIONS`
+is the registry of every option, the catalog's derived from the fields of these models.
 """
 
 from __future__ import annotations
 
-import difflib
 import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sleeper_spark.errors import ConfigError
+from sleeper_spark.option_specs import OptionRegistry, describe, specs_of
+from sleeper_spark.source_options import SOURCE_OPTION_SPECS
 
 CatalogKind = Literal["local", "aws", "object_store"]
 ConditionalWrites = Literal["native", "dynamodb-lock", "put-and-verify"]
@@ -95,10 +97,10 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_attempts: int = Field(default=100, ge=1)
-    base_delay_s: float = Field(default=0.005, ge=0)
-    max_delay_s: float = Field(default=0.5, ge=0)
-    jitter: float = Field(default=1.0, ge=0, le=1)
+    max_attempts: int = Field(default=100, ge=1, description="commit attempts before CommitFailedError")
+    base_delay_s: float = Field(default=0.005, ge=0, description="the first back-off between commit attempts")
+    max_delay_s: float = Field(default=0.5, ge=0, description="the longest back-off between commit attempts")
+    jitter: float = Field(default=1.0, ge=0, le=1, description="the random fraction of each back-off")
 
 
 class StoreRetryPolicy(BaseModel):
@@ -115,11 +117,11 @@ class StoreRetryPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_attempts: int = Field(default=5, ge=1)
-    base_delay_s: float = Field(default=0.05, ge=0)
-    max_delay_s: float = Field(default=2.0, ge=0)
-    jitter: float = Field(default=1.0, ge=0, le=1)
-    max_elapsed_s: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=5, ge=1, description="attempts of one call to the store or DynamoDB")
+    base_delay_s: float = Field(default=0.05, ge=0, description="the first back-off between attempts of a call")
+    max_delay_s: float = Field(default=2.0, ge=0, description="the longest back-off between attempts of a call")
+    jitter: float = Field(default=1.0, ge=0, le=1, description="the random fraction of each back-off")
+    max_elapsed_s: float = Field(default=60.0, gt=0, description="the seconds after which a call stops retrying")
 
     def delay_s(self, retry: int, rng: random.Random) -> float:
         """The wait before retry ``retry`` (1 for the second attempt)."""
@@ -132,20 +134,25 @@ class CatalogConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    catalog: CatalogKind = "local"
-    warehouse: str
-    region: str | None = None
-    endpoint_url: str | None = None
-    s3_endpoint_url: str | None = None
-    dynamodb_endpoint_url: str | None = None
-    transactions_table: str = "sleeper-transactions"
-    snapshots_table: str = "sleeper-snapshots"
-    conditional_writes: ConditionalWrites = "native"
-    lock_table: str | None = None
-    state_snapshot_interval: int = Field(default=100, ge=1)
+    catalog: CatalogKind = Field(default="local", description="local, aws or object_store")
+    warehouse: str = Field(description="a local path, or s3://bucket/prefix")
+    region: str | None = Field(default=None, description="AWS region of S3 and DynamoDB")
+    endpoint_url: str | None = Field(default=None, description="one endpoint for S3 and DynamoDB")
+    s3_endpoint_url: str | None = Field(default=None, description="the S3 endpoint; wins over endpoint_url")
+    dynamodb_endpoint_url: str | None = Field(default=None,
+                                              description="the DynamoDB endpoint; wins over endpoint_url")
+    transactions_table: str = Field(default="sleeper-transactions", description="aws: the DynamoDB table of the logs")
+    snapshots_table: str = Field(default="sleeper-snapshots",
+                                 description="aws: the DynamoDB table of state-snapshot pointers and table registry")
+    conditional_writes: ConditionalWrites = Field(default="native", description="object_store: how a log entry is "
+                                                  "written once: native, dynamodb-lock or put-and-verify")
+    lock_table: str | None = Field(default=None, description="the DynamoDB table of dynamodb-lock")
+    state_snapshot_interval: int = Field(default=100, ge=1, description="a commit whose version is a multiple of "
+                                         "this also writes a state snapshot")
     # A writer idle for longer than this also checks the state-snapshot pointer when it next
     # reads the log, in case the log was truncated past its cached state.
-    recheck_after_s: float = Field(default=300.0, ge=0, le=300.0)
+    recheck_after_s: float = Field(default=300.0, ge=0, le=300.0, description="a writer idle for longer re-reads "
+                                   "the state-snapshot pointer before trusting its cached state")
     retry: RetryPolicy = RetryPolicy()
     store_retry: StoreRetryPolicy = StoreRetryPolicy()
 
@@ -180,94 +187,41 @@ class CatalogConfig(BaseModel):
     def from_options(cls, options: Mapping[str, str]) -> CatalogConfig:
         """Builds a config from flat string options; keys are case-insensitive.
 
-        Unknown keys are refused, except the per-write options a data source also receives
-        (see :data:`WRITE_AND_READ_OPTIONS`), which are ignored here.
+        Unknown keys are refused with the closest known option; the read, write and streaming
+        options that a data source receives beside these (see :data:`OPTIONS`) are ignored here.
         """
-        lowered = {key.lower(): value for key, value in options.items()}
-        fields: dict[str, object] = {}
-        nested: dict[str, dict[str, object]] = {group: {} for group in _NESTED}
-        for key, value in lowered.items():
-            group, _, name = key.partition(".")
-            if group in _NESTED and name:
-                nested[group][name] = value
-            elif key in _TOP_LEVEL_KEYS:
-                fields[key] = value
-            elif key in WRITE_AND_READ_OPTIONS or key.startswith("metadata.") or key == "path":
-                continue
-            else:
-                raise unknown_option(key)
+        fields: dict[str, Any] = {}
+        for key, value in OPTIONS.by_name({key.lower(): value for key, value in options.items()}, "catalog").items():
+            *groups, name = OPTIONS.spec(key).field_path  # ("retry", "max_attempts") for retry.max_attempts
+            target = fields
+            for group in groups:
+                target = target.setdefault(group, {})
+            target[name] = value
         if "warehouse" not in fields:
             raise ConfigError("the 'warehouse' option is required (a local path or s3://bucket/prefix)")
-        fields.update({group: values for group, values in nested.items() if values})
         try:
             return cls.model_validate(fields)
         except ValidationError as error:
-            raise ConfigError(_describe(error)) from None
+            raise ConfigError(describe(error)) from None
 
     def to_options(self) -> dict[str, str]:
-        """The inverse of :meth:`from_options`: only settings that differ from the defaults."""
-        options: dict[str, str] = {"catalog": self.catalog, "warehouse": self.warehouse}
-        defaults = CatalogConfig(warehouse=self.warehouse)
-        for key in _TOP_LEVEL_KEYS - {"catalog", "warehouse"}:
-            value = getattr(self, key)
-            if value is not None and value != getattr(defaults, key):
-                options[key] = str(value)
-        for group in _NESTED:
-            policy, default = getattr(self, group), getattr(defaults, group)
-            for key, value in policy.model_dump().items():
-                if value != getattr(default, key):
-                    options[f"{group}.{key}"] = str(value)
+        """The inverse of :meth:`from_options`: catalog, warehouse and the settings that differ from defaults."""
+        options: dict[str, str] = {}
+        for spec in OPTIONS.specs("catalog"):
+            value: object = self
+            for name in spec.field_path:
+                value = getattr(value, name)
+            if spec.name in ("catalog", "warehouse") or (value is not None and value != spec.default):
+                options[spec.name] = str(value)
         return options
 
 
-# Settings given as ``<group>.<knob>`` options: the commit loop's and the store calls' retries.
-_NESTED = ("retry", "store_retry")
-_TOP_LEVEL_KEYS = frozenset(CatalogConfig.model_fields) - set(_NESTED)
+# Every option of sleeper_spark: the catalog's, from the fields above (the retry policies' as
+# ``retry.<knob>`` and ``store_retry.<knob>``), then a read's, a write's and a stream's.
+OPTIONS = OptionRegistry([
+    *specs_of(CatalogConfig, ["catalog"], exclude=("retry", "store_retry")),
+    *specs_of(RetryPolicy, ["catalog"], prefix="retry."),
+    *specs_of(StoreRetryPolicy, ["catalog"], prefix="store_retry."),
+    *SOURCE_OPTION_SPECS,
+])
 
-# Options that a Spark read or write carries beside the catalog settings.
-WRITE_AND_READ_OPTIONS = frozenset(
-    {
-        "partition_by",
-        "app_id",
-        "app_version",
-        "event_time_column",
-        "write_id",
-        "versionasof",
-        "timestampasof",
-        "table",
-        "max_files_per_partition",
-        "target_file_bytes",
-        "metadata_json",
-        "row_group_rows",
-        "parallelism",
-        "max_partition_bytes",
-        "scan_guard",
-    }
-)
-
-
-# The per-read and per-write options as users spell them (Spark lowercases keys on the way in).
-WRITE_OPTION_NAMES = ("partition_by", "metadata.<key>", "app_id", "app_version", "event_time_column")
-READ_OPTION_NAMES = ("versionAsOf", "timestampAsOf")
-STREAM_READ_OPTION_NAMES = ("startingVersion", "ignoreChanges", "maxFilesPerTrigger")
-
-
-def unknown_option(key: str) -> ConfigError:
-    """The error for an option nobody reads: every known option by kind, and the closest one."""
-    spelled = [*sorted(_TOP_LEVEL_KEYS), *(f"retry.{name}" for name in RetryPolicy.model_fields),
-               *(f"store_retry.{name}" for name in StoreRetryPolicy.model_fields),
-               *WRITE_OPTION_NAMES, *READ_OPTION_NAMES, *STREAM_READ_OPTION_NAMES]
-    by_lowered = {name.lower(): name for name in spelled}
-    closest = difflib.get_close_matches(key.lower(), by_lowered, n=1, cutoff=0.6)
-    hint = f" (did you mean {by_lowered[closest[0]]!r}?)" if closest else ""
-    return ConfigError(
-        f"unknown sleeper option {key!r}{hint}. Catalog options: {', '.join(sorted(_TOP_LEVEL_KEYS))}, retry.*, "
-        "store_retry.*; "
-        f"write options: {', '.join(WRITE_OPTION_NAMES)}; read options: {', '.join(READ_OPTION_NAMES)}; "
-        f"streaming read options: {', '.join(STREAM_READ_OPTION_NAMES)}"
-    )
-
-
-def _describe(error: ValidationError) -> str:
-    problems = [f"{'.'.join(str(p) for p in item['loc']) or 'options'}: {item['msg']}" for item in error.errors()]
-    return "invalid sleeper options: " + "; ".join(problems)

@@ -32,8 +32,9 @@ from botocore import xform_name
 
 import sleeper_spark as ss
 from sleeper_spark.cli.main import app
-from sleeper_spark.config import CatalogConfig, RetryPolicy, StoreRetryPolicy
+from sleeper_spark.config import OPTIONS
 from sleeper_spark.log.dynamodb_tables import EXPIRES_AT, SNAPSHOTS_KEYS, TRANSACTIONS_KEYS
+from sleeper_spark.option_specs import OptionSpec
 from sleeper_spark.storage import lock_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -293,13 +294,64 @@ def test_the_documented_iam_policy_allows_exactly_what_the_code_calls() -> None:
     assert documented_actions() == needed
 
 
-def test_every_catalog_option_is_documented() -> None:
-    usage = (DOCS / "usage.md").read_text()
-    options = (set(CatalogConfig.model_fields) - {"retry", "store_retry"}
-               | {f"retry.{key}" for key in RetryPolicy.model_fields}
-               | {f"store_retry.{key}" for key in StoreRetryPolicy.model_fields})
-    missing = [option for option in sorted(options) if f"`{option}`" not in usage]
-    assert not missing, f"docs/usage.md does not list the catalog options {missing}"
+@dataclass(frozen=True)
+class OptionRow:
+    """One row of an option table in the docs: the option, where it applies, its default."""
+
+    name: str
+    scopes: frozenset[str] | None  # None where the table has no "applies to" column
+    default: str
+
+
+def option_rows(document: Path) -> list[OptionRow]:
+    """The rows of every table in ``document`` whose header starts ``| option |``."""
+    rows: list[OptionRow] = []
+    header: list[str] | None = None
+    for line in document.read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        if cells is None:
+            header = None
+        elif cells[0] == "option":
+            header = cells
+        elif header is not None and not set(cells[0]) <= {"-", " "}:
+            row = dict(zip(header, cells, strict=False))
+            scopes = frozenset(s.strip() for s in row["applies to"].split(",")) if "applies to" in row else None
+            for name in re.findall(r"`([^`]+)`", row["option"]):
+                rows.append(OptionRow(name, scopes, row["default"]))
+    return rows
+
+
+def _default_matches(spec: OptionSpec, documented: str) -> bool:
+    # A value in backticks is read as the option would read it; else the words say which default.
+    value = re.match(r"`([^`]*)`", documented)
+    if value is not None:
+        return not spec.required and spec.default is not None and spec.parse(value.group(1)) == spec.default
+    return documented.split(":")[0].split(" ")[0] == spec.default_text
+
+
+def test_the_options_table_lists_exactly_the_registered_options() -> None:
+    # Given the options table of docs/usage.md and the registry
+    rows = {row.name: row for row in option_rows(DOCS / "usage.md")}
+    registered = {spec.name: spec for spec in OPTIONS}
+
+    # Then every option is documented, and nothing that is not an option
+    assert sorted(set(registered) - set(rows)) == [], "options missing from the table in docs/usage.md"
+    assert sorted(set(rows) - set(registered)) == [], "docs/usage.md lists options that do not exist"
+    # And each row says where the option applies and its default, as the registry does
+    for name, spec in registered.items():
+        assert rows[name].scopes == spec.scopes, f"docs/usage.md: where {name!r} applies"
+        assert _default_matches(spec, rows[name].default), f"docs/usage.md: the default of {name!r}"
+
+
+def test_other_pages_option_tables_name_registered_options_with_their_defaults() -> None:
+    # Tables of command-line flags (--dest DIR) are the CLI's, checked by the CLI tests.
+    for document in DOCUMENTS:
+        if document == DOCS / "usage.md":
+            continue
+        for row in (row for row in option_rows(document) if not row.name.startswith("-")):
+            spec = OPTIONS.find(row.name)
+            assert spec is not None, f"{document.name} documents an option that does not exist: {row.name!r}"
+            assert _default_matches(spec, row.default), f"{document.name}: the default of {row.name!r}"
 
 
 def _cli_commands(group: typer.Typer, prefix: str = "") -> Iterator[str]:

@@ -12,7 +12,7 @@ from typing import Annotated
 import pyarrow as pa
 import typer
 
-from sleeper_spark.config import resolve_warehouse
+from sleeper_spark.config import OPTIONS, resolve_warehouse
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.table import Catalog
 
@@ -48,7 +48,10 @@ def open_catalog(settings: Settings = SETTINGS) -> Catalog:
 
 
 def read_options_file(path: Path) -> dict[str, str]:
-    """A JSON object of flat catalog options; numbers and booleans are accepted as strings."""
+    """A JSON object of flat catalog options; numbers and booleans are accepted as strings.
+
+    Every key must be a catalog option of the registry (:data:`sleeper_spark.config.OPTIONS`).
+    """
     try:
         document = json.loads(path.read_text())
     except OSError as error:
@@ -59,6 +62,7 @@ def read_options_file(path: Path) -> dict[str, str]:
         raise ConfigError(f"catalog options {path} must hold one JSON object of options")
     options: dict[str, str] = {}
     for key, value in document.items():
+        _check_catalog_option(key, path)
         if isinstance(value, bool):
             options[key] = "true" if value else "false"
         elif isinstance(value, (str, int, float)):
@@ -66,6 +70,14 @@ def read_options_file(path: Path) -> dict[str, str]:
         elif value is not None:
             raise ConfigError(f"catalog option {key!r} in {path} must be a string, number or boolean")
     return options
+
+
+def _check_catalog_option(key: str, path: Path) -> None:
+    # The registry knows every option; a read or write option here would be silently unused.
+    spec = OPTIONS.spec(key)
+    if "catalog" not in spec.scopes:
+        raise ConfigError(f"{path}: {spec.name!r} is a {' / '.join(sorted(spec.scopes))} option, not a catalog "
+                          "option; the command takes catalog options only, so remove it")
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)")

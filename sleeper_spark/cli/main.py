@@ -55,7 +55,8 @@ def root(
     warehouse: Annotated[str | None, typer.Option(
         "--warehouse", envvar=WAREHOUSE_ENV, help="A local path (embedded catalog) or s3://bucket/prefix.")] = None,
     catalog_options: Annotated[Path | None, typer.Option(
-        "--catalog-options", help="A JSON file of flat catalog options, as Catalog.options() gives them.")] = None,
+        "--catalog-options", help="A JSON file of flat catalog options, as Catalog.options() gives them "
+                                "(every option: docs/usage.md#options).")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Log everything and show tracebacks.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print the version and exit.")] = False,

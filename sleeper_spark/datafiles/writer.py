@@ -23,10 +23,9 @@ from sleeper_spark.datafiles.stats import StatsAccumulator, partition_value_to_s
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.source_options import DEFAULT_ROW_GROUP_ROWS, DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.storage import NewObject, ObjectStore, join_key
 
-DEFAULT_TARGET_FILE_BYTES = 128 * 2**20
-DEFAULT_ROW_GROUP_ROWS = 256 * 1024
 PartitionKey = tuple[str | None, ...]
 
 

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from sleeper_spark.datafiles.writer import DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.maintenance import rewrite
 from sleeper_spark.maintenance.planning import FileGroup, plan_groups
 from sleeper_spark.maintenance.progress import Progress
 from sleeper_spark.maintenance.replacement import commit_replacement
 from sleeper_spark.models import FileRef, Snapshot
+from sleeper_spark.source_options import DEFAULT_TARGET_FILE_BYTES
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table

@@ -29,13 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.datafiles.pruning import prune_files
-from sleeper_spark.datafiles.writer import DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.maintenance import rewrite
 from sleeper_spark.maintenance.planning import pack
 from sleeper_spark.maintenance.progress import Progress
 from sleeper_spark.maintenance.replacement import commit_replacement
 from sleeper_spark.models import FileRef, Snapshot, TableSchema
+from sleeper_spark.source_options import DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.table.reading import planned_files
 
 if TYPE_CHECKING:

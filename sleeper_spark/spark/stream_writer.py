@@ -30,7 +30,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from pyspark.sql.types import StructType
 
 from sleeper_spark.errors import ConfigError
-from sleeper_spark.spark.options import open_catalog, parse_write
+from sleeper_spark.spark.options import open_catalog, parse_stream_write
 from sleeper_spark.spark.writer import (
     SleeperCommitMessage,
     WriteTarget,
@@ -61,7 +61,7 @@ def plan_stream_write(options: Mapping[str, str], data_schema: StructType, overw
     if overwrite:
         raise ConfigError("the sleeper streaming sink supports outputMode('append') only; "
                           "'complete' would replace the table on every micro-batch")
-    settings = parse_write(options)
+    settings = parse_stream_write(options)
     if settings.app_id is not None or settings.app_version is not None:
         raise ConfigError("the streaming sink sets app_id (the query id) and app_version (the batch id) "
                           "itself; remove those options")

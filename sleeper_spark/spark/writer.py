@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from sleeper_spark.commit import CommitResult
-from sleeper_spark.datafiles.writer import DEFAULT_ROW_GROUP_ROWS, DEFAULT_TARGET_FILE_BYTES, DataFileWriter
+from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import CommitConflictError, ConfigError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.models.schema import check_data_schema
@@ -73,8 +73,7 @@ def plan_write(options: Mapping[str, str], data_schema: StructType, overwrite: b
     target = WriteTarget(
         options=tuple(sorted(options.items())), table=table.name, table_id=table.table_id, root=table.root,
         schema=state.schema, partition_by=state.partition_by,
-        target_file_bytes=settings.target_file_bytes or DEFAULT_TARGET_FILE_BYTES,
-        row_group_rows=settings.row_group_rows or DEFAULT_ROW_GROUP_ROWS,
+        target_file_bytes=settings.target_file_bytes, row_group_rows=settings.row_group_rows,
     )
     return SleeperWriter(target, settings, metadata, overwrite)
 

@@ -140,6 +140,9 @@ def test_catalog_options_file(tmp_path: Path, warehouse: str, events: ss.Table) 
     assert_user_error(run("--catalog-options", str(options), "tables", check=False), "not valid JSON")
     options.write_text(json.dumps({"warehouse": warehouse, "colour": "blue"}))
     assert_user_error(run("--catalog-options", str(options), "tables", check=False), "unknown sleeper option")
+    options.write_text(json.dumps({"warehouse": warehouse, "versionAsOf": 2}))
+    assert_user_error(run("--catalog-options", str(options), "tables", check=False),
+                      "'versionAsOf' is a read option, not a catalog option")
 
 
 @pytest.mark.parametrize(
