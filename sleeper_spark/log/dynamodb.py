@@ -46,6 +46,16 @@ from sleeper_spark.log.base import (
 from sleeper_spark.log.dynamodb_tables import NUMBER, TABLE_ID, ensure_tables
 from sleeper_spark.log.registry import TableEntry, TableRegistry
 from sleeper_spark.log.state_snapshots import StatePointer
+from sleeper_spark.models.dynamodb_items import (
+    CATALOG_ENTRY_KIND,
+    AttributeValue,
+    CatalogEntryItem,
+    DynamoDBItem,
+    StatePointerItem,
+    TransactionItem,
+    attribute_value,
+    plain_values,
+)
 from sleeper_spark.storage.aws import describe, error_code, failure_kind
 from sleeper_spark.storage.retry import FailureKind, StoreRetries
 
@@ -54,7 +64,6 @@ if TYPE_CHECKING:
 
 BODY = "body"
 WRITTEN_AT = "written_at"
-CATALOG_KIND = "catalog-entry"
 BATCH_WRITE_MAX = 25  # BatchWriteItem takes at most 25 requests
 _Item = Mapping[str, Any]
 
@@ -103,22 +112,22 @@ class _DynamoDBTable:
 
     def _put(
         self,
-        item: dict[str, Any],
+        item: DynamoDBItem,
         condition: str,
         names: dict[str, str],
         values: dict[str, Any],
         *,
-        is_ours: Callable[[_Item], bool],
+        is_ours: Callable[[dict[str, Any]], bool],
         what: str,
     ) -> bool:
-        """Writes ``item`` with ``written_at``: ``True``, or ``False`` if the condition failed against another item.
+        """Writes ``item`` with ``written_at`` now: ``True``, or ``False`` if the condition failed against another.
 
         See the module doc for why it retries by hand. Raises :class:`_Unanswered` when no attempt
         got an answer, and :class:`StorageError` for a failure no retry can fix.
         """
         request: dict[str, Any] = {
             "TableName": self._table,
-            "Item": {**item, WRITTEN_AT: {"S": datetime.now(timezone.utc).isoformat()}},
+            "Item": item.model_copy(update={WRITTEN_AT: datetime.now(timezone.utc)}).to_item(),
             "ConditionExpression": condition,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
@@ -138,7 +147,7 @@ class _DynamoDBTable:
                         hidden = int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
                         retries.maybe_applied = retries.maybe_applied or hidden > 0
                         if error_code(error) == "ConditionalCheckFailedException":
-                            stored: _Item = cast(Any, error.response).get("Item") or {}
+                            stored = plain_values(cast(Any, error.response).get("Item") or {})
                             return retries.maybe_applied and is_ours(stored)
                     retries.failed(error, failure_kind(error))
                     _raise_unretryable(what, error)
@@ -173,16 +182,12 @@ class DynamoDBTransactionLog(_DynamoDBTable, TransactionLog):
         return f"DynamoDB {action} in table {self._table!r} for table id {self._table_id}"
 
     def append(self, number: int, body: bytes) -> None:
-        item = {
-            TABLE_ID: {"S": self._table_id},
-            NUMBER: {"N": str(number)},
-            BODY: {"B": body},
-        }
+        item = TransactionItem(table_id=self._table_id, number=number, body=body)
         what = self._what(f"append of transaction {number}")
         try:
             written = self._put(
                 item, "attribute_not_exists(#n)", {"#n": NUMBER}, {},
-                is_ours=lambda old: old.get(BODY, {}).get("B") == body, what=what,
+                is_ours=lambda old: old.get(BODY) == body, what=what,
             )
         except _Unanswered as failure:
             if failure.maybe_applied:
@@ -194,13 +199,13 @@ class DynamoDBTransactionLog(_DynamoDBTable, TransactionLog):
             raise TransactionNumberTakenError(f"transaction {number} exists")
 
     def replace_damaged(self, number: int, damaged: bytes, body: bytes) -> None:
-        item: dict[str, Any] = {TABLE_ID: {"S": self._table_id}, NUMBER: {"N": str(number)}, BODY: {"B": body},
-                WRITTEN_AT: {"S": datetime.now(timezone.utc).isoformat()}}
+        item = TransactionItem(table_id=self._table_id, number=number, body=body,
+                               written_at=datetime.now(timezone.utc)).to_item()
         with _mapped(self._what(f"repair of transaction {number}")):
             try:
                 self._client.put_item(TableName=self._table, Item=item, ConditionExpression="#b = :old",
                                       ExpressionAttributeNames={"#b": BODY},
-                                      ExpressionAttributeValues={":old": {"B": damaged}})
+                                      ExpressionAttributeValues={":old": attribute_value(damaged)})
             except ClientError as error:
                 if error_code(error) != "ConditionalCheckFailedException":
                     raise
@@ -210,20 +215,20 @@ class DynamoDBTransactionLog(_DynamoDBTable, TransactionLog):
         if up_to is not None and up_to <= after:
             return
         condition = "#t = :t AND #n >= :lo" if up_to is None else "#t = :t AND #n BETWEEN :lo AND :hi"
-        values: dict[str, Any] = {":t": {"S": self._table_id}, ":lo": {"N": str(after + 1)}}
+        values = {":t": attribute_value(self._table_id), ":lo": attribute_value(after + 1)}
         if up_to is not None:
-            values[":hi"] = {"N": str(up_to)}
+            values[":hi"] = attribute_value(up_to)
         expected = after + 1
         for item in self._query(condition, values, projection="#n, #b"):
-            number = int(item[NUMBER]["N"])
-            if number != expected:
+            entry = plain_values(item)
+            if entry[NUMBER] != expected:
                 return  # numbers have no gaps, so what follows a hole (a truncated head) is not read
-            yield LogRecord(number, bytes(item[BODY]["B"]))
+            yield LogRecord(expected, entry[BODY])
             expected += 1
 
     def delete_up_to(self, number: int) -> int:
         condition = "#t = :t AND #n <= :hi"
-        values = {":t": {"S": self._table_id}, ":hi": {"N": str(number)}}
+        values = {":t": attribute_value(self._table_id), ":hi": attribute_value(number)}
         # Oldest first, so that an interrupted truncation never leaves a hole below kept entries.
         found = self._query(condition, values, projection="#t, #n")
         keys = ({TABLE_ID: item[TABLE_ID], NUMBER: item[NUMBER]} for item in found)
@@ -233,13 +238,13 @@ class DynamoDBTransactionLog(_DynamoDBTable, TransactionLog):
         return deleted
 
     def first_number(self) -> int | None:
-        values = {":t": {"S": self._table_id}}
+        values = {":t": attribute_value(self._table_id)}
         for item in self._query("#t = :t", values, projection="#n", limit=1):
-            return int(item[NUMBER]["N"])
+            return int(plain_values(item)[NUMBER])
         return None
 
     def _query(
-        self, condition: str, values: dict[str, Any], projection: str, limit: int | None = None
+        self, condition: str, values: dict[str, AttributeValue], projection: str, limit: int | None = None
     ) -> Iterator[_Item]:
         """Items of this table id in number order, one page per request, fetched lazily."""
         request: dict[str, Any] = {
@@ -297,16 +302,16 @@ class DynamoDBStatePointer(_DynamoDBTable, StatePointer):
         with _mapped(self._what("read")):
             response = self._client.get_item(
                 TableName=self._table,
-                Key={TABLE_ID: {"S": self._table_id}},
+                Key={TABLE_ID: attribute_value(self._table_id)},
                 ProjectionExpression="#number",
                 ExpressionAttributeNames={"#number": NUMBER},
                 ConsistentRead=True,
             )
         item = response.get("Item")
-        return int(item[NUMBER]["N"]) if item else None
+        return int(plain_values(item)[NUMBER]) if item else None
 
     def advance(self, number: int) -> bool:
-        item = {TABLE_ID: {"S": self._table_id}, NUMBER: {"N": str(number)}}
+        item = StatePointerItem(table_id=self._table_id, number=number)
         what = self._what(f"advance to {number}")
         try:
             return self._put(
@@ -314,8 +319,8 @@ class DynamoDBStatePointer(_DynamoDBTable, StatePointer):
                 # Strictly less: an equal number is "already as new", and never moves it back.
                 f"attribute_not_exists({TABLE_ID}) OR #number < :n",
                 {"#number": NUMBER},
-                {":n": {"N": str(number)}},
-                is_ours=lambda old: old.get(NUMBER, {}).get("N") == str(number), what=what,
+                {":n": attribute_value(number)},
+                is_ours=lambda old: old.get(NUMBER) == number, what=what,
             )
         except _Unanswered as failure:
             error = LogThrottledError if failure.throttled and not failure.maybe_applied else StorageError
@@ -323,7 +328,7 @@ class DynamoDBStatePointer(_DynamoDBTable, StatePointer):
 
     def drop(self) -> None:
         with _mapped(self._what("delete")):
-            self._client.delete_item(TableName=self._table, Key={TABLE_ID: {"S": self._table_id}})
+            self._client.delete_item(TableName=self._table, Key={TABLE_ID: attribute_value(self._table_id)})
 
 
 class DynamoDBTableRegistry(_DynamoDBTable, TableRegistry):
@@ -350,18 +355,12 @@ class DynamoDBTableRegistry(_DynamoDBTable, TableRegistry):
 
     def register(self, entry: TableEntry) -> None:
         body = entry.model_dump_json()
-        item = {
-            TABLE_ID: {"S": self._key(entry.name)},
-            "kind": {"S": CATALOG_KIND},
-            "catalog": {"S": self._namespace},
-            "name": {"S": entry.name},
-            "entry": {"S": body},
-        }
+        item = CatalogEntryItem(table_id=self._key(entry.name), catalog=self._namespace, name=entry.name, entry=body)
         what = self._what(f"registration of {entry.name!r}")
         try:
             written = self._put(
                 item, f"attribute_not_exists({TABLE_ID})", {}, {},
-                is_ours=lambda old: old.get("entry", {}).get("S") == body, what=what,
+                is_ours=lambda old: old.get("entry") == body, what=what,
             )
         except _Unanswered as failure:
             raise StorageError(f"{what} failed ({failure})") from None
@@ -371,14 +370,14 @@ class DynamoDBTableRegistry(_DynamoDBTable, TableRegistry):
     def lookup(self, name: str) -> TableEntry | None:
         with _mapped(self._what(f"lookup of {name!r}")):
             response = self._client.get_item(
-                TableName=self._table, Key={TABLE_ID: {"S": self._key(name)}}, ConsistentRead=True
+                TableName=self._table, Key={TABLE_ID: attribute_value(self._key(name))}, ConsistentRead=True
             )
         item = response.get("Item")
         if not item:
             return None
         try:
-            return TableEntry.model_validate_json(item["entry"]["S"])
-        except (KeyError, ValidationError) as error:
+            return TableEntry.model_validate_json(CatalogEntryItem.from_item(item).entry)
+        except ValidationError as error:
             raise CorruptLogError(f"the catalog entry of table {name!r} cannot be read: {error}") from None
 
     def names(self) -> list[str]:
@@ -388,14 +387,16 @@ class DynamoDBTableRegistry(_DynamoDBTable, TableRegistry):
             "FilterExpression": "#kind = :kind AND #catalog = :catalog",
             "ProjectionExpression": "#name",
             "ExpressionAttributeNames": {"#kind": "kind", "#catalog": "catalog", "#name": "name"},
-            "ExpressionAttributeValues": {":kind": {"S": CATALOG_KIND}, ":catalog": {"S": self._namespace}},
+            "ExpressionAttributeValues": {":kind": attribute_value(CATALOG_ENTRY_KIND),
+                                          ":catalog": attribute_value(self._namespace)},
             "ConsistentRead": True,
         }
-        return sorted(item["name"]["S"] for item in self._pages(self._client.scan, request, self._what("scan")))
+        found = self._pages(self._client.scan, request, self._what("scan"))
+        return sorted(str(plain_values(item)["name"]) for item in found)
 
     def unregister(self, name: str) -> None:
         with _mapped(self._what(f"removal of {name!r}")):
-            self._client.delete_item(TableName=self._table, Key={TABLE_ID: {"S": self._key(name)}})
+            self._client.delete_item(TableName=self._table, Key={TABLE_ID: attribute_value(self._key(name))})
 
 
 # -- shared plumbing ---------------------------------------------------------------------

@@ -41,6 +41,7 @@ from typing import Literal
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import LockHeldError
 from sleeper_spark.layout import INTENT_MARK
+from sleeper_spark.models.lock_files import HeldLockKind, IntentBody, LockFileBody, LockOwner
 from sleeper_spark.storage.base import ObjectInfo, ObjectStore
 from sleeper_spark.storage.put_and_verify import (
     Listing,
@@ -108,29 +109,23 @@ class LockInfo:
 
 
 def _encode(info: LockInfo) -> bytes:
-    return json.dumps(
-        {
-            "kind": info.kind,
-            "owner": {"host": info.host, "pid": info.pid, "label": info.label},
-            "token": info.token,
-            "acquired_at": info.acquired_at.isoformat(),
-            "expires_at": info.expires_at.isoformat(),
-        }
-    ).encode()
+    kind: HeldLockKind = info.kind if info.kind != "intent" else "mutex"  # an intent is never encoded
+    owner = LockOwner(host=info.host, pid=info.pid, label=info.label)
+    return LockFileBody(kind=kind, owner=owner, token=info.token, acquired_at=info.acquired_at,
+                        expires_at=info.expires_at).encode()
 
 
 def _decode(key: str, data: bytes, modified: datetime, intent_bound_s: float) -> LockInfo:
     try:
-        body = json.loads(data)
-        if "written_at" in body:  # a put-and-verify intent
-            written = datetime.fromisoformat(body["written_at"])
-            return LockInfo(key, "intent", body["host"], int(body["pid"]), "", written,
-                            written + timedelta(seconds=intent_bound_s))
-        owner = body["owner"]
-        return LockInfo(key, body["kind"], owner["host"], int(owner["pid"]), owner.get("label", ""),
-                        datetime.fromisoformat(body["acquired_at"]), datetime.fromisoformat(body["expires_at"]),
-                        body.get("token", ""))
-    except (ValueError, KeyError, TypeError):
+        document = json.loads(data)
+        if isinstance(document, dict) and "written_at" in document:  # a put-and-verify intent
+            intent = IntentBody.model_validate(document)
+            return LockInfo(key, "intent", intent.host, intent.pid, "", intent.written_at,
+                            intent.written_at + timedelta(seconds=intent_bound_s))
+        body = LockFileBody.model_validate(document)
+        return LockInfo(key, body.kind, body.owner.host, body.owner.pid, body.owner.label, body.acquired_at,
+                        body.expires_at, body.token)
+    except ValueError:  # pydantic's ValidationError is one
         # Unreadable: show it with the store's timestamp, so that it can still be broken.
         kind: LockKind = "intent" if INTENT_MARK in key else "mutex"
         return LockInfo(key, kind, "?", 0, "unreadable lock file", modified,
@@ -206,7 +201,7 @@ class HeldLock:
 
     def _still_ours(self) -> bool:
         try:
-            return bool(json.loads(self._store.get(self.info.key)).get("token") == self.info.token)
+            return LockFileBody.decode(self._store.get(self.info.key)).token == self.info.token
         except (FileNotFoundError, ValueError):
             return False
 

@@ -51,7 +51,6 @@ same code runs against a store (:func:`run_steps`) and under an exhaustive inter
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -72,6 +71,7 @@ from sleeper_spark.errors import (
     WriteOutcomeUnknownError,
 )
 from sleeper_spark.layout import INTENT_MARK
+from sleeper_spark.models.lock_files import IntentBody
 from sleeper_spark.storage.base import ObjectInfo, ObjectStore
 from sleeper_spark.storage.conditional import ConditionalWrites
 
@@ -324,8 +324,7 @@ def _describe(intents: Iterable[ObjectInfo], reference: datetime | None) -> str:
 
 def _intent_body(target: str, at: datetime) -> bytes:
     # Only for people looking at a leftover intent: who wrote it, and when.
-    owner = {"target": target, "host": socket.gethostname(), "pid": os.getpid(), "written_at": at.isoformat()}
-    return json.dumps(owner).encode()
+    return IntentBody(target=target, host=socket.gethostname(), pid=os.getpid(), written_at=at).encode()
 
 
 # -- the two conditional writes ------------------------------------------------------------
