@@ -36,16 +36,16 @@ from pydantic import ValidationError
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import CorruptLogError, StorageError, TableAlreadyExistsError
-from sleeper_spark.log.base import (
+from sleeper_spark.log.dynamodb_log_tables import NUMBER, TABLE_ID, ensure_tables
+from sleeper_spark.log.registry import TableEntry, TableRegistry
+from sleeper_spark.log.state_snapshots import StatePointer
+from sleeper_spark.log.transaction_log import (
     AppendOutcomeUnknownError,
     LogRecord,
     LogThrottledError,
     TransactionLog,
     TransactionNumberTakenError,
 )
-from sleeper_spark.log.dynamodb_tables import NUMBER, TABLE_ID, ensure_tables
-from sleeper_spark.log.registry import TableEntry, TableRegistry
-from sleeper_spark.log.state_snapshots import StatePointer
 from sleeper_spark.models.dynamodb_items import (
     CATALOG_ENTRY_KIND,
     AttributeValue,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from sleeper_spark.errors import PathExistsError, PreconditionFailedError, WriteOutcomeUnknownError
 from sleeper_spark.layout import log_entry_key, log_entry_number, log_prefix
-from sleeper_spark.log.base import (
+from sleeper_spark.log.transaction_log import (
     AppendOutcomeUnknownError,
     LogRecord,
     TransactionLog,

@@ -16,14 +16,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from sleeper_spark.config import CatalogConfig, StoreRetryPolicy
 from sleeper_spark.errors import ConfigError, StorageError, TableAlreadyExistsError
-from sleeper_spark.log.aws_backend import AwsBackend
-from sleeper_spark.log.base import (
-    AppendOutcomeUnknownError,
-    LogRecord,
-    LogThrottledError,
-    TransactionLog,
-    TransactionNumberTakenError,
-)
+from sleeper_spark.log.aws_catalog_backend import AwsBackend
 from sleeper_spark.log.dynamodb import (
     DynamoDBStatePointer,
     DynamoDBTableRegistry,
@@ -31,6 +24,13 @@ from sleeper_spark.log.dynamodb import (
     ensure_tables,
 )
 from sleeper_spark.log.registry import TableEntry
+from sleeper_spark.log.transaction_log import (
+    AppendOutcomeUnknownError,
+    LogRecord,
+    LogThrottledError,
+    TransactionLog,
+    TransactionNumberTakenError,
+)
 from sleeper_spark.storage.aws import make_client
 from tests.contract.log_contract import LogFactory, TransactionLogContract
 from tests.integration.race_workers import (

@@ -6,11 +6,11 @@ from abc import ABC, abstractmethod
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import WarehouseNotFoundError
-from sleeper_spark.log.base import TransactionLog
 from sleeper_spark.log.memory import InMemoryTransactionLog
 from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
 from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableEntry, TableRegistry
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePointer
+from sleeper_spark.log.transaction_log import TransactionLog
 from sleeper_spark.storage import ConditionalWrites, ObjectStore
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
-from sleeper_spark.log.backend import CatalogBackend
+from sleeper_spark.log.catalog_backend import CatalogBackend
 from sleeper_spark.log.dynamodb import (
     DynamoDBStatePointer,
     DynamoDBTableRegistry,
