@@ -11,13 +11,13 @@ from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
 from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableEntry, TableRegistry
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePointer
 from sleeper_spark.log.transaction_log import TransactionLog
-from sleeper_spark.storage import ConditionalWrites, ObjectStore
+from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
 
 class CatalogBackend(ABC):
     """The storage of one catalog: data files, table registry, logs and state pointers."""
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites, registry: TableRegistry) -> None:
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy, registry: TableRegistry) -> None:
         self.store = store
         self.conditional = conditional
         self.registry = registry
@@ -46,7 +46,7 @@ class ObjectStoreBackend(CatalogBackend):
     """Everything on the object store: the embedded default (local disk) and bare S3."""
 
     def __init__(
-        self, store: ObjectStore, conditional: ConditionalWrites, retry: StoreRetryPolicy | None = None
+        self, store: ObjectStore, conditional: ConditionalWriteStrategy, retry: StoreRetryPolicy | None = None
     ) -> None:
         super().__init__(store, conditional, ObjectStoreTableRegistry(store, conditional))
         self._retry = retry  # of the state pointer's compare-and-swap
@@ -66,7 +66,7 @@ class ObjectStoreBackend(CatalogBackend):
 class InMemoryLogBackend(ObjectStoreBackend):
     """Data on a store, logs in memory with fault hooks: for tests of the commit loop."""
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites) -> None:
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy) -> None:
         super().__init__(store, conditional)
         self.logs: dict[str, InMemoryTransactionLog] = {}
 

@@ -71,7 +71,7 @@ from sleeper_spark.errors import (
 from sleeper_spark.models.dynamodb_items import AttributeValue, LockRecordItem, attribute_value
 from sleeper_spark.storage.aws import describe, error_code, make_client
 from sleeper_spark.storage.base import ObjectStore
-from sleeper_spark.storage.conditional import ConditionalWrites
+from sleeper_spark.storage.conditional import ConditionalWriteStrategy
 from sleeper_spark.storage.lock_table import ensure_lock_table
 from sleeper_spark.storage.put_and_verify import normal_etag
 
@@ -109,7 +109,7 @@ class _Lease:
     since: float  # our clock: when we asked for it, or when we first saw someone else's
 
 
-class DynamoDBLockConditionalWrites(ConditionalWrites):
+class DynamoDBLockConditionalWrites(ConditionalWriteStrategy):
     """Create-if-absent and replace-if-match on a store without them (see the module doc).
 
     The DynamoDB client comes from :func:`~sleeper_spark.storage.aws.make_client` for

@@ -73,7 +73,7 @@ from sleeper_spark.errors import (
 from sleeper_spark.layout import INTENT_MARK
 from sleeper_spark.models.lock_files import IntentBody
 from sleeper_spark.storage.base import ObjectInfo, ObjectStore
-from sleeper_spark.storage.conditional import ConditionalWrites
+from sleeper_spark.storage.conditional import ConditionalWriteStrategy
 
 log = logging.getLogger(__name__)
 
@@ -356,7 +356,7 @@ def replace_steps(key: str, data: bytes, etag: str, settings: PutAndVerifySettin
     return exclusive_write(Transaction(key, data, refuse_unless_etag(etag)), settings, **options)
 
 
-class PutAndVerifyConditionalWrites(ConditionalWrites):
+class PutAndVerifyConditionalWrites(ConditionalWriteStrategy):
     """Create-if-absent and replace-if-match from intent files and LIST (see the module doc).
 
     Uses only ``put``, ``list``, ``head`` and ``delete`` of the store, never its own

@@ -6,8 +6,8 @@ from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.log import CatalogBackend, ObjectStoreBackend
 from sleeper_spark.storage import (
-    ConditionalWrites,
     ConditionalWritesStore,
+    ConditionalWriteStrategy,
     LocalObjectStore,
     NativeConditionalWrites,
     ObjectStore,
@@ -31,7 +31,7 @@ def open_backend(config: CatalogConfig) -> CatalogBackend:
     return ObjectStoreBackend(*_object_store_with_strategy(config), config.store_retry)
 
 
-def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, ConditionalWrites]:
+def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, ConditionalWriteStrategy]:
     store: ObjectStore
     location = config.location
     if location.kind == "s3":
