@@ -293,7 +293,8 @@ class DynamoDBLockConditionalWrites(ConditionalWriteStrategy):
             if error_code(error) != CONFLICT:
                 self._fail(f"locking {path}", error)
             old: Any = error.response.get("Item")
-            current = LockRecordItem.from_item(old) if old else self._read(path, sort_key)
+            # The record that failed our condition has our key, whether or not the answer repeats it.
+            current = LockRecordItem.from_item({**_key(path, sort_key), **old}) if old else self._read(path, sort_key)
         except BotoCoreError as error:
             self._fail(f"locking {path}", error)
         if not current:
@@ -311,7 +312,7 @@ class DynamoDBLockConditionalWrites(ConditionalWriteStrategy):
             ),
         )
         item: Any = response.get("Item")
-        return LockRecordItem.from_item(item) if item else None
+        return LockRecordItem.from_item({**_key(path, sort_key), **item}) if item else None
 
     def _release(self, path: str, sort_key: str, token: str) -> None:
         """Deletes our record; a failure only makes later writers wait for it to go stale."""

@@ -18,7 +18,7 @@ from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.storage.base import NewObject, ObjectInfo, ObjectStore, SpooledNewObject
 from sleeper_spark.storage.conditional import ConditionalWriteStrategy, NativeConditionalWrites
-from sleeper_spark.storage.put_and_verify import PutAndVerifyConditionalWrites
+from sleeper_spark.storage.put_and_verify_writes import PutAndVerifyConditionalWrites
 
 STRATEGIES = ("native", "dynamodb-lock", "put-and-verify")
 
