@@ -17,12 +17,9 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from sleeper_spark.config import CatalogConfig, StoreRetryPolicy
 from sleeper_spark.errors import ConfigError, StorageError, TableAlreadyExistsError
 from sleeper_spark.log.aws_catalog_backend import AwsBackend
-from sleeper_spark.log.dynamodb import (
-    DynamoDBStatePointer,
-    DynamoDBTableRegistry,
-    DynamoDBTransactionLog,
-    ensure_tables,
-)
+from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.dynamodb_log_tables import ensure_tables
+from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.log.transaction_log import (
     AppendOutcomeUnknownError,

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from sleeper_spark.log.dynamodb import DynamoDBStatePointer, DynamoDBTableRegistry, DynamoDBTransactionLog
+from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.models.spill import SpillPointer
 from sleeper_spark.storage.dynamodb_lock import DynamoDBLockConditionalWrites
