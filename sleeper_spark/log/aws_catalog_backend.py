@@ -50,7 +50,7 @@ class AwsBackend(CatalogBackend):
     def config(self) -> CatalogConfig:
         return self._config
 
-    def log(self, entry: TableEntry) -> DynamoDBTransactionLog:
+    def transaction_log(self, entry: TableEntry) -> DynamoDBTransactionLog:
         return DynamoDBTransactionLog(
             self._dynamodb,
             self._config.transactions_table,

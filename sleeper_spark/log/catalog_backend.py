@@ -23,7 +23,7 @@ class CatalogBackend(ABC):
         self.registry = registry
 
     @abstractmethod
-    def log(self, entry: TableEntry) -> TransactionLog:
+    def transaction_log(self, entry: TableEntry) -> TransactionLog:
         """The transaction log of one table."""
 
     @abstractmethod
@@ -51,7 +51,7 @@ class ObjectStoreBackend(CatalogBackend):
         super().__init__(store, conditional, ObjectStoreTableRegistry(store, conditional))
         self._retry = retry  # of the state pointer's compare-and-swap
 
-    def log(self, entry: TableEntry) -> TransactionLog:
+    def transaction_log(self, entry: TableEntry) -> TransactionLog:
         return ObjectStoreTransactionLog(self.store, self.conditional, entry.root)
 
     def ensure_infrastructure(self) -> None:
@@ -70,5 +70,5 @@ class InMemoryLogBackend(ObjectStoreBackend):
         super().__init__(store, conditional)
         self.logs: dict[str, InMemoryTransactionLog] = {}
 
-    def log(self, entry: TableEntry) -> InMemoryTransactionLog:
+    def transaction_log(self, entry: TableEntry) -> InMemoryTransactionLog:
         return self.logs.setdefault(entry.table_id, InMemoryTransactionLog())

@@ -163,7 +163,7 @@ class Catalog:
             store = self.backend.store
             head = TableHead(
                 entry.name,
-                self.backend.log(entry),
+                self.backend.transaction_log(entry),
                 TransactionCodec(store, entry.root, entry.name),
                 StateSnapshotStore(store, entry.root, self.backend.state_pointer(entry)),
                 self.config.retry,

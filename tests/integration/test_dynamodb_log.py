@@ -438,13 +438,13 @@ def test_aws_backend(seaweedfs_s3: str, s3_bucket: str, dynamodb_local: str) -> 
     backend.ensure_infrastructure()
     entry = _entry("events")
     backend.registry.register(entry)
-    backend.log(entry).append(1, b"create")
+    backend.transaction_log(entry).append(1, b"create")
     assert backend.state_pointer(entry).advance(1)
     backend.store.put("events/_state/x", b"state")
 
     clone = pickle.loads(pickle.dumps(backend))
     assert clone.registry.lookup("events") == entry
-    assert [r.body for r in clone.log(entry).read()] == [b"create"]
+    assert [r.body for r in clone.transaction_log(entry).read()] == [b"create"]
     assert clone.state_pointer(entry).get() == 1
     assert clone.store.get("events/_state/x") == b"state"
 
