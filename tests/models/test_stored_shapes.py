@@ -23,6 +23,14 @@ import pytest
 from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import TableEntry
+from sleeper_spark.models.dynamodb_items import (
+    CatalogEntryItem,
+    DynamoDBItem,
+    LockRecordItem,
+    StatePointerItem,
+    TransactionItem,
+)
+from sleeper_spark.models.lock_files import IntentBody, LockFileBody
 from sleeper_spark.models.spill import SpillPointer
 from sleeper_spark.storage.dynamodb_lock import DynamoDBLockConditionalWrites
 from sleeper_spark.storage.local import LocalObjectStore
@@ -160,3 +168,33 @@ def test_the_lock_table_item_keeps_its_stored_form(tmp_path: Path, fixed_host: N
     item = client.items[0]
     item["path"] = {"S": item["path"]["S"].replace(store.uri(""), "<root>/")}
     _check("dynamodb_lock_item.json", _as_json(item))
+
+
+# -- the models read what released writers stored --------------------------------------------
+
+
+def _golden_item(name: str) -> dict[str, Any]:
+    """A golden item file back as the low-level item the DynamoDB client returns."""
+    stored = json.loads((GOLDEN / name).read_text())
+    return {attr: {kind: base64.b64decode(v) if kind == "B" else v for kind, v in value.items()}
+            for attr, value in stored.items()}
+
+
+@pytest.mark.parametrize(("name", "model"), [
+    ("dynamodb_transaction_item.json", TransactionItem),
+    ("dynamodb_spilled_transaction_item.json", TransactionItem),
+    ("dynamodb_state_pointer_item.json", StatePointerItem),
+    ("dynamodb_catalog_entry_item.json", CatalogEntryItem),
+    ("dynamodb_lock_item.json", LockRecordItem),
+])
+def test_each_dynamodb_item_kind_reads_back_as_stored(name: str, model: type[DynamoDBItem]) -> None:
+    # Given an item as a released writer stored it
+    item = _golden_item(name)
+    # When its model reads it and writes it again, Then not an attribute has changed
+    assert model.from_item(item).to_item() == item
+
+
+def test_the_lock_file_models_read_back_as_stored() -> None:
+    for name, model in (("lock_file.json", LockFileBody), ("intent_file.json", IntentBody)):
+        stored = (GOLDEN / name).read_bytes().rstrip(b"\n")
+        assert model.decode(stored).encode() == stored
