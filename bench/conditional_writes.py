@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import Report, Row, machine_summary, percentile
-from sleeper_spark.storage import ConditionalWrites
+from sleeper_spark.storage import ConditionalWriteStrategy
 
 WARM_UP = 10
 
@@ -37,7 +37,7 @@ def _timed(action: Callable[[int], object], count: int) -> list[float]:
     return times
 
 
-def _measure_one(conditional: ConditionalWrites, ops: int) -> tuple[list[float], list[float]]:
+def _measure_one(conditional: ConditionalWriteStrategy, ops: int) -> tuple[list[float], list[float]]:
     run = uuid.uuid4().hex[:8]
     creates = _timed(lambda n: conditional.create_if_absent(f"{run}/_log/{n}.json", b"{}"), ops)
     pointer = f"{run}/_state/latest"

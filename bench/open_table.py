@@ -51,7 +51,7 @@ def fill_log(table: ss.Table, transactions: int) -> None:
                            min="2024-01-01", max="2024-01-01")})
         txn = AddFiles(snapshot_id=uuid.uuid4().hex, committed_at=utc_now(), operation="append",
                        write_id=uuid.uuid4().hex, files=(file,))
-        head.log.append(number, head.codec.encode(txn))
+        head.transaction_log.append(number, head.codec.encode(txn))
 
     # Numbers are fixed in advance, so appending them from threads keeps the log gap-free at the end.
     with ThreadPoolExecutor(8) as pool:

@@ -156,16 +156,16 @@ def _replay_problems(table: ss.Table) -> list[str]:
     """The state as loaded (state snapshot + tail) must equal a full replay of the log."""
     head = table.head
     loaded = head.catch_up()
-    if head.log.first_number() != 1:
+    if head.transaction_log.first_number() != 1:
         return []  # truncated: a full replay is impossible by design
-    replayed = fold((r.number, head.codec.decode(r.number, r.body)) for r in head.log.read())
+    replayed = fold((r.number, head.codec.decode(r.number, r.body)) for r in head.transaction_log.read())
     problems = []
     if replayed != loaded:
         problems.append(f"replayed state (version {replayed.version}) differs from the loaded one ({loaded.version})")
     snapshots: StateSnapshotStore = head.state_snapshots
     for number in snapshots.numbers():
         from_snapshot = fold(
-            ((r.number, head.codec.decode(r.number, r.body)) for r in head.log.read(after=number)),
+            ((r.number, head.codec.decode(r.number, r.body)) for r in head.transaction_log.read(after=number)),
             snapshots.read(number),
         )
         if from_snapshot != replayed:

@@ -4,9 +4,9 @@ This is the only place that loops over commit attempts (Sleeper's ``TransactionL
 
     state = cached state if read recently, else catch_up()
     loop (attempts, base delay, max delay, jitter):
-        validate(txn, state)                      # a conflict no retry can fix -> raise
-        log.append(state.version + 1, txn)        # one conditional put
-        on "number taken": catch_up(); retry      # read only the tail, rebase
+        validate(txn, state)                             # a conflict no retry can fix -> raise
+        transaction_log.append(state.version + 1, txn)   # one conditional put
+        on "number taken": catch_up(); retry             # read only the tail, rebase
         on "outcome unknown": catch_up(); ours at that number? done : retry the same number
 
 Retrying an uncertain append at the same number is what makes a lost response safe: a delayed
@@ -52,7 +52,7 @@ from sleeper_spark.log import (
 from sleeper_spark.models import CreateTable, Snapshot, Transaction
 from sleeper_spark.state import TableState, apply, fold, validate
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 
@@ -77,7 +77,7 @@ class TableHead:
     def __init__(
         self,
         name: str,
-        log_: TransactionLog,
+        transaction_log: TransactionLog,
         codec: TransactionCodec,
         state_snapshots: StateSnapshotStore,
         retry: RetryPolicy,
@@ -87,7 +87,7 @@ class TableHead:
         recheck_after_s: float = 300.0,
     ) -> None:
         self.name = name
-        self.log = log_
+        self.transaction_log = transaction_log
         self.codec = codec
         self.state_snapshots = state_snapshots
         self._retry = retry
@@ -137,7 +137,7 @@ class TableHead:
                 if started - self._caught_up_at > self._recheck_after_s:
                     newest = self.state_snapshots.pointer.get()
                     if newest is not None and newest > state.version:
-                        log.info("table %s: state %d is behind state snapshot %d; reloading", self.name,
+                        logger.info("table %s: state %d is behind state snapshot %d; reloading", self.name,
                                  state.version, newest)
                         state = self._load(at_most=None)
             self._state = state
@@ -179,7 +179,7 @@ class TableHead:
     def _load(self, at_most: int | None) -> TableState:
         start = self.state_snapshots.load_newest(at_most=at_most)
         after = start.version if start else 0
-        first = None if start else self.log.first_number()
+        first = None if start else self.transaction_log.first_number()
         if start is None and first is not None and first > 1:
             raise SnapshotNotFoundError(
                 f"table {self.name!r}: transactions before {first} were truncated from the log and no state "
@@ -193,7 +193,7 @@ class TableHead:
     def _decoded(self, after: int, up_to: int | None = None) -> Iterator[tuple[int, Transaction]]:
         # A throttled read surfaces as LogThrottledError (a StorageError): the commit loop
         # retries it with back-off; a plain reader sees a StorageError saying so.
-        for record in self.log.read(after=after, up_to=up_to):
+        for record in self.transaction_log.read(after=after, up_to=up_to):
             yield record.number, self.codec.decode(record.number, record.body)
 
     # -- committing ----------------------------------------------------------------------
@@ -282,7 +282,7 @@ class TableHead:
         number = state.version + 1
         body = self.codec.encode(txn)
         try:
-            self.log.append(number, body)
+            self.transaction_log.append(number, body)
         except TransactionNumberTakenError:
             raise RetryCommit(f"transaction {number} was taken by another writer") from None
         except LogThrottledError:
@@ -296,7 +296,7 @@ class TableHead:
         return latest
 
     def _done(self, snapshot: Snapshot, committed: bool, attempts: int, started: float) -> CommitResult:
-        log.info("table %s: committed version %d (%s) in %d attempt(s), %.1f ms", self.name,
+        logger.info("table %s: committed version %d (%s) in %d attempt(s), %.1f ms", self.name,
                  snapshot.version, snapshot.operation, attempts, (time.monotonic() - started) * 1000)
         if committed and snapshot.version % self._interval == 0:
             self._snapshot_state_quietly(snapshot.version)
@@ -310,18 +310,18 @@ class TableHead:
         try:
             self.state_snapshots.write(state)
         except SleeperSparkError as error:
-            log.warning("table %s: automatic state snapshot failed: %s", self.name, error)
+            logger.warning("table %s: automatic state snapshot failed: %s", self.name, error)
 
     # -- the log and its state snapshots, for maintenance and tools -----------------------
 
     def entries(self, after: int = 0, up_to: int | None = None) -> Iterator[LogEntry]:
         """The log's entries numbered ``after + 1`` on (to ``up_to``), in order, decoded on demand."""
-        for record in self.log.read(after=after, up_to=up_to):
+        for record in self.transaction_log.read(after=after, up_to=up_to):
             yield LogEntry(record.number, record.body, self.codec)
 
     def first_number(self) -> int | None:
         """The oldest transaction the log still holds (1 unless truncated); ``None`` if it holds none."""
-        return self.log.first_number()
+        return self.transaction_log.first_number()
 
     def newest_state_snapshot(self) -> int | None:
         """The transaction number the state-snapshot pointer names, if any."""
@@ -336,22 +336,22 @@ class TableHead:
 
     def truncate_log(self, up_to: int) -> int:
         """Deletes the entries numbered ``up_to`` and below; the caller checked a state snapshot covers them."""
-        return self.log.delete_up_to(up_to)
+        return self.transaction_log.delete_up_to(up_to)
 
     def exists(self) -> bool:
         """Whether the table's creation completed: transaction 1 is stored, or a state snapshot stands for it."""
-        return self.log.read_one(1) is not None or self.state_snapshots.pointer.get() is not None
+        return self.transaction_log.read_one(1) is not None or self.state_snapshots.pointer.get() is not None
 
     def drop(self) -> None:
         """Deletes the log and the state-snapshot pointer (the state snapshots are files of the table)."""
         with self._lock:
-            self.log.drop()
+            self.transaction_log.drop()
             self.state_snapshots.pointer.drop()
             self._state = self._travelled = None
 
     def create(self, txn: CreateTable) -> None:
         """Appends transaction 1; :class:`TransactionNumberTakenError` if the log has one already."""
-        self.log.append(1, self.codec.encode(txn))
+        self.transaction_log.append(1, self.codec.encode(txn))
 
     def repair(self, number: int, reason: str) -> Snapshot:
         """Replaces transaction ``number``, which cannot be decoded, with a record of its loss.
@@ -362,7 +362,7 @@ class TableHead:
         shows a ``repair`` snapshot at that version.
         """
         with self._lock:
-            record = self.log.read_one(number)
+            record = self.transaction_log.read_one(number)
             if record is None:
                 raise SnapshotNotFoundError(f"table {self.name!r} has no transaction {number} in its log")
             try:
@@ -375,14 +375,15 @@ class TableHead:
             before = self._load(at_most=number - 1)
             loss = loss_record(number, record.body, reason, before.snapshot_id, self._clock())
             try:
-                self.log.replace_damaged(number, record.body, self.codec.encode(loss))
+                self.transaction_log.replace_damaged(number, record.body, self.codec.encode(loss))
             except TransactionNumberTakenError:
                 raise CommitConflictError(
                     f"table {self.name!r}: transaction {number} changed while it was being recorded as lost "
                     "(restored or repaired by someone else); read the table again"
                 ) from None
             self._state = self._travelled = None
-            log.warning("table %s: transaction %d was damaged and is recorded as lost (%s)", self.name, number, reason)
+            logger.warning("table %s: transaction %d was damaged and is recorded as lost (%s)", self.name, number,
+                           reason)
             latest = self.state_at(number).latest
             assert latest is not None
             return latest

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-from sleeper_spark.log.base import (
+from sleeper_spark.log.transaction_log import (
     LogRecord,
     TransactionLog,
     TransactionNumberTakenError,

@@ -11,17 +11,17 @@ from collections.abc import Iterator
 
 from sleeper_spark.errors import PathExistsError, PreconditionFailedError, WriteOutcomeUnknownError
 from sleeper_spark.layout import log_entry_key, log_entry_number, log_prefix
-from sleeper_spark.log.base import (
+from sleeper_spark.log.transaction_log import (
     AppendOutcomeUnknownError,
     LogRecord,
     TransactionLog,
     TransactionNumberTakenError,
 )
-from sleeper_spark.storage import ConditionalWrites, ObjectStore
+from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
 
 class ObjectStoreTransactionLog(TransactionLog):
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites, table_root: str) -> None:
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy, table_root: str) -> None:
         self._store = store
         self._conditional = conditional
         self._root = table_root

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sleeper_spark.errors import PathExistsError, TableAlreadyExistsError
 from sleeper_spark.layout import CATALOG_DIR, registry_key
-from sleeper_spark.storage import ConditionalWrites, ObjectStore
+from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
 
 class TableEntry(BaseModel):
@@ -48,7 +48,7 @@ class TableRegistry(ABC):
 class ObjectStoreTableRegistry(TableRegistry):
     """One small file per table at ``_catalog/<name>.json``."""
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites) -> None:
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy) -> None:
         self._store = store
         self._conditional = conditional
 

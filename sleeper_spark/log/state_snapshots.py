@@ -19,7 +19,7 @@ from sleeper_spark.errors import CorruptLogError, PathExistsError, PreconditionF
 from sleeper_spark.layout import state_pointer_key, state_prefix, state_snapshot_key, state_snapshot_number
 from sleeper_spark.log.state_codec import decode_state, encode_state
 from sleeper_spark.state import TableState
-from sleeper_spark.storage import ConditionalWrites, ObjectStore
+from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 from sleeper_spark.storage.retry import FailureKind, StoreRetries
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class ObjectStoreStatePointer(StatePointer):
     under us past its bounds is a :class:`StorageError` rather than a loop without end.
     """
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites, table_root: str, *,
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy, table_root: str, *,
                  retry: StoreRetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self._store = store
         self._conditional = conditional

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from sleeper_spark.storage.base import ObjectStore
 
 
-class ConditionalWrites(ABC):
+class ConditionalWriteStrategy(ABC):
     """The two conditional operations the log and the pointer are built on."""
 
     @abstractmethod
@@ -28,7 +28,7 @@ class ConditionalWrites(ABC):
         """Creates what the strategy needs outside the store (the DynamoDB lock table); idempotent."""
 
 
-class NativeConditionalWrites(ConditionalWrites):
+class NativeConditionalWrites(ConditionalWriteStrategy):
     """The store's own conditional requests."""
 
     def __init__(self, store: ObjectStore) -> None:

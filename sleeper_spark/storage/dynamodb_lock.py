@@ -68,9 +68,10 @@ from sleeper_spark.errors import (
     StorageError,
     WriteOutcomeUnknownError,
 )
+from sleeper_spark.models.dynamodb_items import AttributeValue, LockRecordItem, attribute_value
 from sleeper_spark.storage.aws import describe, error_code, make_client
 from sleeper_spark.storage.base import ObjectStore
-from sleeper_spark.storage.conditional import ConditionalWrites
+from sleeper_spark.storage.conditional import ConditionalWriteStrategy
 from sleeper_spark.storage.lock_table import ensure_lock_table
 from sleeper_spark.storage.put_and_verify import normal_etag
 
@@ -82,10 +83,7 @@ log = logging.getLogger(__name__)
 PATH = "path"
 ETAG = "etag"
 GENERATION = "generation"
-TIMEOUT = "timeout"
-TTL = "ttl"
 OWNER = "owner"
-HOLDER = "holder"  # host:pid, only for people looking at the table
 CREATE = "*"  # the sort key of a create's record
 CONFLICT = "ConditionalCheckFailedException"
 
@@ -99,6 +97,10 @@ T = TypeVar("T")
 __all__ = ["DynamoDBLockConditionalWrites", "ensure_lock_table"]
 
 
+def _key(path: str, sort_key: str) -> dict[str, AttributeValue]:
+    return {PATH: attribute_value(path), ETAG: attribute_value(sort_key)}
+
+
 @dataclass(frozen=True)
 class _Lease:
     generation: int
@@ -107,7 +109,7 @@ class _Lease:
     since: float  # our clock: when we asked for it, or when we first saw someone else's
 
 
-class DynamoDBLockConditionalWrites(ConditionalWrites):
+class DynamoDBLockConditionalWrites(ConditionalWriteStrategy):
     """Create-if-absent and replace-if-match on a store without them (see the module doc).
 
     The DynamoDB client comes from :func:`~sleeper_spark.storage.aws.make_client` for
@@ -256,15 +258,15 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
     def _try_lock(self, path: str, sort_key: str, token: str, seen: _Lease | None) -> _Lease | None:
         """Our lease, the lease of whoever holds the record, or ``None`` if ``seen`` vanished."""
         generation = 0 if seen is None else seen.generation + 1
-        item: dict[str, Any] = {
-            PATH: {"S": path},
-            ETAG: {"S": sort_key},
-            GENERATION: {"N": str(generation)},
-            TIMEOUT: {"N": str(round(self.timeout_s * 1000))},
-            TTL: {"N": str(int(self._wall_clock() + self.ttl_s))},
-            OWNER: {"S": token},
-            HOLDER: {"S": f"{socket.gethostname()}:{os.getpid()}"},
-        }
+        record = LockRecordItem(
+            path=path,
+            etag=sort_key,
+            generation=generation,
+            timeout=round(self.timeout_s * 1000),
+            ttl=int(self._wall_clock() + self.ttl_s),
+            owner=token,
+            holder=f"{socket.gethostname()}:{os.getpid()}",
+        )
         names = {"#path": PATH}
         values: dict[str, Any] = {}
         condition = "attribute_not_exists(#path)"
@@ -272,10 +274,10 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
             # The owner too: records are deleted after use, so a generation alone can recur.
             condition = "attribute_exists(#path) AND #generation = :generation AND #owner = :owner"
             names.update({"#generation": GENERATION, "#owner": OWNER})
-            values.update({":generation": {"N": str(seen.generation)}, ":owner": {"S": seen.owner}})
+            values.update({":generation": attribute_value(seen.generation), ":owner": attribute_value(seen.owner)})
         request: dict[str, Any] = {
             "TableName": self._table,
-            "Item": item,
+            "Item": record.to_item(),
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -283,7 +285,7 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
         if values:
             request["ExpressionAttributeValues"] = values
         since = self._clock()
-        current: dict[str, Any] | None
+        current: LockRecordItem | None
         try:
             self._client().put_item(**request)
             return _Lease(generation, token, self.timeout_s, since)
@@ -291,36 +293,36 @@ class DynamoDBLockConditionalWrites(ConditionalWrites):
             if error_code(error) != CONFLICT:
                 self._fail(f"locking {path}", error)
             old: Any = error.response.get("Item")
-            current = old or self._read(path, sort_key)
+            # The record that failed our condition has our key, whether or not the answer repeats it.
+            current = LockRecordItem.from_item({**_key(path, sort_key), **old}) if old else self._read(path, sort_key)
         except BotoCoreError as error:
             self._fail(f"locking {path}", error)
         if not current:
             return None
-        owner = str(current.get(OWNER, {}).get("S", ""))
-        record_since = since if owner == token else self._clock()  # ours: a retried request had landed
-        timeout_s = int(current.get(TIMEOUT, {}).get("N", "0")) / 1000 or self.timeout_s
-        return _Lease(int(current.get(GENERATION, {}).get("N", "0")), owner, timeout_s, record_since)
+        record_since = since if current.owner == token else self._clock()  # ours: a retried request had landed
+        timeout_s = current.timeout / 1000 or self.timeout_s
+        return _Lease(current.generation, current.owner, timeout_s, record_since)
 
-    def _read(self, path: str, sort_key: str) -> dict[str, Any] | None:
+    def _read(self, path: str, sort_key: str) -> LockRecordItem | None:
         # Servers without ReturnValuesOnConditionCheckFailure: read the record ourselves.
         response = self._call(
             f"reading the lock of {path}",
             lambda: self._client().get_item(
-                TableName=self._table, Key={PATH: {"S": path}, ETAG: {"S": sort_key}}, ConsistentRead=True
+                TableName=self._table, Key=_key(path, sort_key), ConsistentRead=True
             ),
         )
         item: Any = response.get("Item")
-        return dict(item) if item else None
+        return LockRecordItem.from_item({**_key(path, sort_key), **item}) if item else None
 
     def _release(self, path: str, sort_key: str, token: str) -> None:
         """Deletes our record; a failure only makes later writers wait for it to go stale."""
         try:
             self._client().delete_item(
                 TableName=self._table,
-                Key={PATH: {"S": path}, ETAG: {"S": sort_key}},
+                Key=_key(path, sort_key),
                 ConditionExpression="#owner = :owner",
                 ExpressionAttributeNames={"#owner": OWNER},
-                ExpressionAttributeValues={":owner": {"S": token}},
+                ExpressionAttributeValues={":owner": attribute_value(token)},
             )
         except ClientError as error:
             if error_code(error) == CONFLICT:

@@ -2,14 +2,14 @@
 
 Key schema: partition key ``path`` (S), sort key ``etag`` (S); TTL on ``ttl``; on-demand
 billing. :func:`ensure_lock_table` is idempotent and safe from many processes at once (see
-:mod:`sleeper_spark.storage.dynamodb_tables`).
+:mod:`sleeper_spark.storage.dynamodb_table_setup`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sleeper_spark.storage.dynamodb_tables import ensure_dynamodb_table
+from sleeper_spark.storage.dynamodb_table_setup import ensure_dynamodb_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -4,9 +4,9 @@ Lock files, for a lock path ``p``:
 
 * mutex: ``p`` itself;
 * readers-writer: the write lock at ``p.WRIT``, each read lock at ``p.READ.<random>``;
-* intents of writers in flight: ``<lock file>.INTENT.<txn id>``.
+* intents of writers in flight: ``<lock file>.INTENT.<write id>``.
 
-Each is written by one put-and-verify transaction (:mod:`~sleeper_spark.storage.put_and_verify`),
+Each is written by one put-and-verify write (:mod:`~sleeper_spark.storage.put_and_verify`),
 whose check sees every intent and lock file of ``p``. A mutex is taken only while ``p`` does
 not exist; a write lock only while no other read or write lock file of ``p`` exists and no
 intent to take one; a read lock only while there is no write lock and no writer's intent.
@@ -41,18 +41,19 @@ from typing import Literal
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import LockHeldError
 from sleeper_spark.layout import INTENT_MARK
+from sleeper_spark.models.lock_files import HeldLockKind, IntentBody, LockFileBody, LockOwner
 from sleeper_spark.storage.base import ObjectInfo, ObjectStore
 from sleeper_spark.storage.put_and_verify import (
+    GuardedWrite,
     Listing,
     PutAndVerifySettings,
     StaleIntentError,
-    Transaction,
     exclusive_write,
     own_target_intents,
-    run_steps,
     utc_now,
 )
 from sleeper_spark.storage.retry import FailureKind, StoreRetries
+from sleeper_spark.storage.store_steps import run_steps
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ WRITE_SUFFIX = ".WRIT"
 READ_MARK = ".READ."
 DEFAULT_LEASE_S = 3600.0
 DEFAULT_POLL_S = 0.5
-# The lock loop polls by itself, so each transaction gives up early under contention.
+# The lock loop polls by itself, so each guarded write gives up early under contention.
 LOCK_SETTINGS = PutAndVerifySettings(max_attempts=4)
 # Releasing retries a failing store 4 times, waiting 0.2 s, 0.4 s, 0.8 s in between.
 RELEASE_RETRY = StoreRetryPolicy(max_attempts=4, base_delay_s=0.2, max_delay_s=0.8, jitter=0.0, max_elapsed_s=30.0)
@@ -108,29 +109,23 @@ class LockInfo:
 
 
 def _encode(info: LockInfo) -> bytes:
-    return json.dumps(
-        {
-            "kind": info.kind,
-            "owner": {"host": info.host, "pid": info.pid, "label": info.label},
-            "token": info.token,
-            "acquired_at": info.acquired_at.isoformat(),
-            "expires_at": info.expires_at.isoformat(),
-        }
-    ).encode()
+    kind: HeldLockKind = info.kind if info.kind != "intent" else "mutex"  # an intent is never encoded
+    owner = LockOwner(host=info.host, pid=info.pid, label=info.label)
+    return LockFileBody(kind=kind, owner=owner, token=info.token, acquired_at=info.acquired_at,
+                        expires_at=info.expires_at).encode()
 
 
 def _decode(key: str, data: bytes, modified: datetime, intent_bound_s: float) -> LockInfo:
     try:
-        body = json.loads(data)
-        if "written_at" in body:  # a put-and-verify intent
-            written = datetime.fromisoformat(body["written_at"])
-            return LockInfo(key, "intent", body["host"], int(body["pid"]), "", written,
-                            written + timedelta(seconds=intent_bound_s))
-        owner = body["owner"]
-        return LockInfo(key, body["kind"], owner["host"], int(owner["pid"]), owner.get("label", ""),
-                        datetime.fromisoformat(body["acquired_at"]), datetime.fromisoformat(body["expires_at"]),
-                        body.get("token", ""))
-    except (ValueError, KeyError, TypeError):
+        document = json.loads(data)
+        if isinstance(document, dict) and "written_at" in document:  # a put-and-verify intent
+            intent = IntentBody.model_validate(document)
+            return LockInfo(key, "intent", intent.host, intent.pid, "", intent.written_at,
+                            intent.written_at + timedelta(seconds=intent_bound_s))
+        body = LockFileBody.model_validate(document)
+        return LockInfo(key, body.kind, body.owner.host, body.owner.pid, body.owner.label, body.acquired_at,
+                        body.expires_at, body.token)
+    except ValueError:  # pydantic's ValidationError is one
         # Unreadable: show it with the store's timestamp, so that it can still be broken.
         kind: LockKind = "intent" if INTENT_MARK in key else "mutex"
         return LockInfo(key, kind, "?", 0, "unreadable lock file", modified,
@@ -206,7 +201,7 @@ class HeldLock:
 
     def _still_ours(self) -> bool:
         try:
-            return bool(json.loads(self._store.get(self.info.key)).get("token") == self.info.token)
+            return LockFileBody.decode(self._store.get(self.info.key)).token == self.info.token
         except (FileNotFoundError, ValueError):
             return False
 
@@ -263,7 +258,7 @@ class _Lock:
                           intent_bound_s=self._settings.stale_after_s)
 
     def _acquire(
-        self, kind: LockKind, key: str, transaction: Callable[[bytes], Transaction], timeout_s: float | None
+        self, kind: LockKind, key: str, guarded_write: Callable[[bytes], GuardedWrite], timeout_s: float | None
     ) -> HeldLock:
         wait_s = self._timeout_s if timeout_s is None else timeout_s
         deadline = self._clock() + wait_s
@@ -272,7 +267,7 @@ class _Lock:
             info = LockInfo(key, kind, socket.gethostname(), os.getpid(), self.label, acquired,
                             acquired + timedelta(seconds=self._lease_s), secrets.token_hex(16))
             try:
-                steps = exclusive_write(transaction(_encode(info)), self._settings, now=self._now)
+                steps = exclusive_write(guarded_write(_encode(info)), self._settings, now=self._now)
                 run_steps(steps, self.store, self._sleep)
                 return HeldLock(self.store, info, self._sleep)
             except StaleIntentError:
@@ -313,15 +308,15 @@ class Mutex(_Lock):
 
     def acquire(self, timeout_s: float | None = None) -> HeldLock:
         """Takes the lock, waiting up to ``timeout_s``; :class:`LockHeldError` naming the holder."""
-        return self._acquire("mutex", self.path, self.transaction, timeout_s)
+        return self._acquire("mutex", self.path, self.guarded_write, timeout_s)
 
-    def transaction(self, body: bytes) -> Transaction:
+    def guarded_write(self, body: bytes) -> GuardedWrite:
         """Writes the lock file ``path`` while it does not exist."""
 
         def verify(listing: Listing) -> None:
             _refuse([i for i in listing.objects if i.key == self.path], self.path)
 
-        return Transaction(self.path, body, verify, scope=self.path, conflicts=own_target_intents, recheck="head")
+        return GuardedWrite(self.path, body, verify, scope=self.path, conflicts=own_target_intents, recheck="head")
 
     def __enter__(self) -> HeldLock:
         self._held = self.acquire()
@@ -339,13 +334,13 @@ class ReadWriteLock(_Lock):
     def read(self, timeout_s: float | None = None) -> HeldLock:
         """A read lock, once no write lock is held or being taken."""
         key = f"{self.path}{READ_MARK}{secrets.token_hex(8)}"
-        return self._acquire("read", key, lambda body: self.read_transaction(key, body), timeout_s)
+        return self._acquire("read", key, lambda body: self.read_guarded_write(key, body), timeout_s)
 
     def write(self, timeout_s: float | None = None) -> HeldLock:
         """The write lock, once no other lock of this path is held or being taken."""
-        return self._acquire("write", self.path + WRITE_SUFFIX, self.write_transaction, timeout_s)
+        return self._acquire("write", self.path + WRITE_SUFFIX, self.write_guarded_write, timeout_s)
 
-    def read_transaction(self, key: str, body: bytes) -> Transaction:
+    def read_guarded_write(self, key: str, body: bytes) -> GuardedWrite:
         """Writes the read lock ``key`` while there is neither a write lock nor a writer's intent."""
         write_key = self.path + WRITE_SUFFIX
 
@@ -355,14 +350,14 @@ class ReadWriteLock(_Lock):
         def writers(listing: Listing) -> list[ObjectInfo]:
             return [i for i in self._rw_intents(listing) if i.key.startswith(write_key + INTENT_MARK)]
 
-        return Transaction(key, body, verify, scope=self.path, conflicts=writers, recheck="list")
+        return GuardedWrite(key, body, verify, scope=self.path, conflicts=writers, recheck="list")
 
-    def write_transaction(self, body: bytes) -> Transaction:
+    def write_guarded_write(self, body: bytes) -> GuardedWrite:
         """Writes the write lock while no other lock file or intent of the path exists."""
 
         def verify(listing: Listing) -> None:
             _refuse(self._rw_holders(listing), self.path)
 
-        return Transaction(
+        return GuardedWrite(
             self.path + WRITE_SUFFIX, body, verify, scope=self.path, conflicts=self._rw_intents, recheck="list"
         )

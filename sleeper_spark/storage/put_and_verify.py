@@ -1,9 +1,9 @@
 """Exclusive writes on any store whose PUT, GET and LIST are strongly consistent (put-and-verify).
 
-A put-and-verify transaction writes ``target`` only if no other transaction is writing it at
-the same moment and the caller's ``verify`` hook accepts what is stored:
+A put-and-verify write (a :class:`GuardedWrite`) puts ``target`` only if no other writer is
+writing it at the same moment and the caller's ``verify`` hook accepts what is stored:
 
-1. PUT an intent file ``<target>.INTENT.<txn id>``;
+1. PUT an intent file ``<target>.INTENT.<write id>``;
 2. LIST the target's prefix (or a wider ``scope``);
 3. run ``verify`` on the listing: it raises to refuse (create: the target must not exist;
    replace: its etag must be the expected one);
@@ -35,7 +35,7 @@ Rules and limits:
 * A writer that crashes between its intent and its deletion leaves the intent behind, and
   every later writer of that target backs off from it. An intent older than
   ``stale_after_s`` makes the writer fail at once with :class:`LockHeldError` naming it; an
-  operator removes it with :meth:`PutAndVerifyConditionalWrites.break_stale_intents`. It is
+  operator removes it with ``PutAndVerifyConditionalWrites.break_stale_intents``. It is
   never removed automatically: a writer that is merely slow could still write its target.
 * For the same reason a writer whose target PUT fails keeps its intent and raises
   :class:`WriteOutcomeUnknownError`: the PUT may still land.
@@ -45,110 +45,43 @@ Rules and limits:
   failure if ``verify`` refuses, else :class:`LockHeldError`. Under contention it is possible
   that every writer gives up; exclusion never depends on the attempt bound, only progress.
 
-The protocol is written once, as a generator of store operations (:data:`Steps`), so that the
-same code runs against a store (:func:`run_steps`) and under an exhaustive interleaving checker.
+The protocol is written once, as a generator of store operations
+(:mod:`~sleeper_spark.storage.store_steps`), so that the same code runs against a store and
+under an exhaustive interleaving checker. The conditional-write strategy built on it is
+:mod:`~sleeper_spark.storage.put_and_verify_writes`; the locks are :mod:`~sleeper_spark.storage.locks`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
 import socket
-import time
 import uuid
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 from sleeper_spark.config import StoreRetryPolicy
-from sleeper_spark.errors import (
-    LockHeldError,
-    PathExistsError,
-    PreconditionFailedError,
-    StorageError,
-    WriteOutcomeUnknownError,
-)
+from sleeper_spark.errors import LockHeldError, StorageError, WriteOutcomeUnknownError
 from sleeper_spark.layout import INTENT_MARK
-from sleeper_spark.storage.base import ObjectInfo, ObjectStore
-from sleeper_spark.storage.conditional import ConditionalWrites
+from sleeper_spark.models.lock_files import IntentBody
+from sleeper_spark.storage.base import ObjectInfo
+from sleeper_spark.storage.store_steps import DeleteOp, HeadOp, ListOp, PutOp, SleepOp, Steps
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-
-# -- the operations a transaction asks a store for -----------------------------------------
 
 
 class StaleIntentError(LockHeldError):
     """An intent of another writer is older than the staleness bound: its writer probably crashed."""
 
 
-@dataclass(frozen=True)
-class PutOp:
-    key: str
-    data: bytes
+# -- what a write sees -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ListOp:
-    prefix: str
-
-
-@dataclass(frozen=True)
-class HeadOp:
-    key: str
-
-
-@dataclass(frozen=True)
-class DeleteOp:
-    key: str
-
-
-@dataclass(frozen=True)
-class SleepOp:
-    seconds: float
-
-
-StoreOp = PutOp | ListOp | HeadOp | DeleteOp | SleepOp
-# A transaction: yields operations, is sent their results (etag, list of ObjectInfo,
-# ObjectInfo or None, None).
-Steps = Generator[StoreOp, Any, T]
-
-
-def run_steps(steps: Steps[T], store: ObjectStore, sleep: Callable[[float], None] = time.sleep) -> T:
-    """Runs a transaction against ``store``; a failed operation is raised inside the transaction."""
-    result: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            op = steps.throw(error) if error is not None else steps.send(result)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        result, error = None, None
-        try:
-            if isinstance(op, PutOp):
-                result = store.put(op.key, op.data)
-            elif isinstance(op, ListOp):
-                result = list(store.list(op.prefix))
-            elif isinstance(op, HeadOp):
-                result = store.head(op.key)
-            elif isinstance(op, DeleteOp):
-                store.delete(op.key)
-            else:
-                sleep(op.seconds)
-        except Exception as failure:  # handed to the transaction, which cleans up and re-raises
-            error = failure
-
-
-# -- what a transaction sees -----------------------------------------------------------------
-
-
-def intent_key(target: str, txn_id: str) -> str:
-    return f"{target}{INTENT_MARK}{txn_id}"
+def intent_key(target: str, write_id: str) -> str:
+    return f"{target}{INTENT_MARK}{write_id}"
 
 
 def is_intent_of(key: str, target: str) -> bool:
@@ -163,7 +96,7 @@ def normal_etag(etag: str) -> str:
 
 @dataclass(frozen=True)
 class Listing:
-    """One LIST of a transaction's scope, taken after its intent was written (or before any)."""
+    """One LIST of a write's scope, taken after its intent was written (or before any)."""
 
     target: str
     own_intent: str | None
@@ -173,7 +106,7 @@ class Listing:
         return next((info for info in self.objects if info.key == key), None)
 
     def intents(self, target: str | None = None) -> list[ObjectInfo]:
-        """Intent files of ``target`` (default: this transaction's), other than our own."""
+        """Intent files of ``target`` (default: this write's), other than our own."""
         of = self.target if target is None else target
         return [i for i in self.objects if i.key != self.own_intent and is_intent_of(i.key, of)]
 
@@ -192,7 +125,7 @@ def own_target_intents(listing: Listing) -> list[ObjectInfo]:
 
 @dataclass(frozen=True)
 class PutAndVerifySettings:
-    """Attempts, time and backoff of one transaction (as :class:`StoreRetryPolicy`'s), and when an intent is stale."""
+    """Attempts, time and backoff of one write (as :class:`StoreRetryPolicy`'s), and when an intent is stale."""
 
     max_attempts: int = 12
     base_delay_s: float = 0.02
@@ -210,8 +143,8 @@ class PutAndVerifySettings:
 
 
 @dataclass(frozen=True)
-class Transaction:
-    """One exclusive write of ``data`` to ``target``, and how the check is made."""
+class GuardedWrite:
+    """One exclusive write of ``data`` to ``target``, and the check that guards it."""
 
     target: str
     data: bytes
@@ -227,7 +160,7 @@ def utc_now() -> datetime:
 
 
 def exclusive_write(
-    txn: Transaction,
+    write: GuardedWrite,
     settings: PutAndVerifySettings,
     *,
     new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
@@ -236,7 +169,7 @@ def exclusive_write(
 ) -> Steps[str]:
     """The put-and-verify protocol (see the module doc); returns the target's new etag."""
     rng = rng or random.Random()
-    scope = txn.scope if txn.scope is not None else txn.target
+    scope = write.scope if write.scope is not None else write.target
     blockers: list[ObjectInfo] = []
     started = now()
     # One look more than attempts: after the last attempt, a definitive answer if there is one.
@@ -248,32 +181,32 @@ def exclusive_write(
                 yield SleepOp(delay)
             final = out_of_time or attempt > settings.max_attempts
             # Look before writing again: adding an intent to a crowd only prolongs the crowd.
-            listing = Listing(txn.target, None, tuple((yield ListOp(scope))))
-            txn.verify(listing)
-            blockers = txn.conflicts(listing)
+            listing = Listing(write.target, None, tuple((yield ListOp(scope))))
+            write.verify(listing)
+            blockers = write.conflicts(listing)
             if blockers:
-                _fail_if_stale(txn.target, blockers, listing.reference_time(now()), settings)
+                _fail_if_stale(write.target, blockers, listing.reference_time(now()), settings)
             if final:
                 break
             if blockers:
                 continue
-        intent = intent_key(txn.target, new_id())
-        yield PutOp(intent, _intent_body(txn.target, now()))
+        intent = intent_key(write.target, new_id())
+        yield PutOp(intent, _intent_body(write.target, now()))
         try:
-            listing = Listing(txn.target, intent, tuple((yield ListOp(scope))))
-            txn.verify(listing)
-            blockers = txn.conflicts(listing)
+            listing = Listing(write.target, intent, tuple((yield ListOp(scope))))
+            write.verify(listing)
+            blockers = write.conflicts(listing)
             if blockers:
-                _fail_if_stale(txn.target, blockers, listing.reference_time(now()), settings)
+                _fail_if_stale(write.target, blockers, listing.reference_time(now()), settings)
             else:
                 # Confirm with a look that starts after the LIST ended (see the module doc).
-                if txn.recheck == "head":
-                    head = yield HeadOp(txn.target)
-                    txn.verify(Listing(txn.target, intent, (head,) if head is not None else ()))
+                if write.recheck == "head":
+                    head = yield HeadOp(write.target)
+                    write.verify(Listing(write.target, intent, (head,) if head is not None else ()))
                 else:
-                    listing = Listing(txn.target, intent, tuple((yield ListOp(scope))))
-                    txn.verify(listing)
-                    blockers = txn.conflicts(listing)
+                    listing = Listing(write.target, intent, tuple((yield ListOp(scope))))
+                    write.verify(listing)
+                    blockers = write.conflicts(listing)
         except Exception:
             yield DeleteOp(intent)
             raise
@@ -281,22 +214,22 @@ def exclusive_write(
             yield DeleteOp(intent)
             continue
         try:
-            etag: str = yield PutOp(txn.target, txn.data)
+            etag: str = yield PutOp(write.target, write.data)
         except Exception as error:
             # The PUT may still land. Our intent stays, so that no other writer passes the
             # check until an operator has made sure that nothing of ours is in flight.
             raise WriteOutcomeUnknownError(
-                f"PUT of {txn.target} failed and may have landed ({error}); its intent {intent} is kept "
+                f"PUT of {write.target} failed and may have landed ({error}); its intent {intent} is kept "
                 "to hold off other writers: remove it with break_stale_intents once this writer is gone"
             ) from error
         try:
             yield DeleteOp(intent)
         except StorageError as error:
             # The target is written; a leftover intent only delays later writers of this key.
-            log.warning("wrote %s but could not remove its intent %s: %s", txn.target, intent, error)
+            log.warning("wrote %s but could not remove its intent %s: %s", write.target, intent, error)
         return etag
     raise LockHeldError(
-        f"{txn.target}: other writers kept intent files through {settings.max_attempts} attempts or "
+        f"{write.target}: other writers kept intent files through {settings.max_attempts} attempts or "
         f"{settings.max_elapsed_s:g}s "
         f"({_describe(blockers, None)}); try again later"
     )
@@ -324,90 +257,4 @@ def _describe(intents: Iterable[ObjectInfo], reference: datetime | None) -> str:
 
 def _intent_body(target: str, at: datetime) -> bytes:
     # Only for people looking at a leftover intent: who wrote it, and when.
-    owner = {"target": target, "host": socket.gethostname(), "pid": os.getpid(), "written_at": at.isoformat()}
-    return json.dumps(owner).encode()
-
-
-# -- the two conditional writes ------------------------------------------------------------
-
-
-def refuse_if_present(listing: Listing) -> None:
-    if listing.find(listing.target) is not None:
-        raise PathExistsError(f"{listing.target} exists already")
-
-
-def refuse_unless_etag(etag: str) -> Verify:
-    expected = normal_etag(etag)
-
-    def verify(listing: Listing) -> None:
-        current = listing.find(listing.target)
-        if current is None:
-            raise PreconditionFailedError(f"{listing.target} does not exist")
-        if normal_etag(current.etag) != expected:
-            raise PreconditionFailedError(f"{listing.target} changed since it was read")
-
-    return verify
-
-
-def create_steps(key: str, data: bytes, settings: PutAndVerifySettings, **options: Any) -> Steps[str]:
-    return exclusive_write(Transaction(key, data, refuse_if_present), settings, **options)
-
-
-def replace_steps(key: str, data: bytes, etag: str, settings: PutAndVerifySettings, **options: Any) -> Steps[str]:
-    return exclusive_write(Transaction(key, data, refuse_unless_etag(etag)), settings, **options)
-
-
-class PutAndVerifyConditionalWrites(ConditionalWrites):
-    """Create-if-absent and replace-if-match from intent files and LIST (see the module doc).
-
-    Uses only ``put``, ``list``, ``head`` and ``delete`` of the store, never its own
-    conditional requests, so it serves stores that have none. Costs per uncontended write:
-    two PUTs, one LIST, one HEAD and one DELETE. Errors: :class:`PathExistsError`, :class:`PreconditionFailedError`,
-    :class:`LockHeldError` (contention that outlasted every attempt, or a stale intent), and
-    the store's own :class:`StorageError`.
-    """
-
-    def __init__(
-        self,
-        store: ObjectStore,
-        settings: PutAndVerifySettings | None = None,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
-        rng: random.Random | None = None,
-        now: Callable[[], datetime] = utc_now,
-    ) -> None:
-        self._store = store
-        self._settings = settings or PutAndVerifySettings()
-        self._sleep = sleep
-        self._rng = rng or random.Random()
-        self._now = now
-
-    @property
-    def settings(self) -> PutAndVerifySettings:
-        return self._settings
-
-    def create_if_absent(self, key: str, data: bytes) -> str:
-        steps = create_steps(key, data, self._settings, rng=self._rng, now=self._now)
-        return run_steps(steps, self._store, self._sleep)
-
-    def replace_if_match(self, key: str, data: bytes, etag: str) -> str:
-        steps = replace_steps(key, data, etag, self._settings, rng=self._rng, now=self._now)
-        return run_steps(steps, self._store, self._sleep)
-
-    def intents(self, key: str) -> list[ObjectInfo]:
-        """The intent files of ``key`` now stored: writers in flight, or left by crashed ones."""
-        return [info for info in self._store.list(key) if is_intent_of(info.key, key)]
-
-    def break_stale_intents(self, key: str, older_than_s: float | None = None) -> list[str]:
-        """Deletes intents of ``key`` older than ``older_than_s`` (default: the staleness bound).
-
-        Only for intents whose writer is known to be gone: removing the intent of a live writer
-        lets a second writer in beside it. Returns the keys deleted.
-        """
-        bound = self._settings.stale_after_s if older_than_s is None else older_than_s
-        reference = self._now()
-        doomed = [i.key for i in self.intents(key) if (reference - i.last_modified).total_seconds() > bound]
-        for doomed_key in doomed:
-            self._store.delete(doomed_key)
-            log.warning("removed stale intent %s", self._store.uri(doomed_key))
-        return doomed
+    return IntentBody(target=target, host=socket.gethostname(), pid=os.getpid(), written_at=at).encode()

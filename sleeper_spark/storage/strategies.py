@@ -17,13 +17,13 @@ import pyarrow as pa
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.storage.base import NewObject, ObjectInfo, ObjectStore, SpooledNewObject
-from sleeper_spark.storage.conditional import ConditionalWrites, NativeConditionalWrites
-from sleeper_spark.storage.put_and_verify import PutAndVerifyConditionalWrites
+from sleeper_spark.storage.conditional import ConditionalWriteStrategy, NativeConditionalWrites
+from sleeper_spark.storage.put_and_verify_writes import PutAndVerifyConditionalWrites
 
 STRATEGIES = ("native", "dynamodb-lock", "put-and-verify")
 
 
-def open_conditional_writes(store: ObjectStore, config: CatalogConfig) -> ConditionalWrites:
+def open_conditional_writes(store: ObjectStore, config: CatalogConfig) -> ConditionalWriteStrategy:
     """The strategy ``config.conditional_writes`` names, in front of ``store``.
 
     ``dynamodb-lock`` keeps its records in the DynamoDB table ``config.lock_table``, reached
@@ -54,7 +54,7 @@ class ConditionalWritesStore(ObjectStore):
     as one create-if-absent of its bytes.
     """
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites) -> None:
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy) -> None:
         self._store = store
         self._conditional = conditional
 

@@ -27,7 +27,7 @@ from sleeper_spark.log import (
     TransactionNumberTakenError,
 )
 from sleeper_spark.models import CreateTable, Snapshot, TableSchema
-from sleeper_spark.table.backends import open_backend
+from sleeper_spark.table.catalog_storage import open_backend
 from sleeper_spark.table.names import check_table_name
 from sleeper_spark.table.table import Table
 from sleeper_spark.table.writes import check_write_args
@@ -163,7 +163,7 @@ class Catalog:
             store = self.backend.store
             head = TableHead(
                 entry.name,
-                self.backend.log(entry),
+                self.backend.transaction_log(entry),
                 TransactionCodec(store, entry.root, entry.name),
                 StateSnapshotStore(store, entry.root, self.backend.state_pointer(entry)),
                 self.config.retry,

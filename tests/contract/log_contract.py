@@ -1,4 +1,4 @@
-"""The transaction log contract (see sleeper_spark/log/base.py), as a suite every backend subclasses.
+"""The transaction log contract (see sleeper_spark/log/transaction_log.py), as a suite every backend subclasses.
 
 A subclass provides ``log_factory``: a picklable callable that opens the SAME log each time it is
 called, in this process or in another one (for the races between real processes).

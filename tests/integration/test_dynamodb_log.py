@@ -16,21 +16,18 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from sleeper_spark.config import CatalogConfig, StoreRetryPolicy
 from sleeper_spark.errors import ConfigError, StorageError, TableAlreadyExistsError
-from sleeper_spark.log.aws_backend import AwsBackend
-from sleeper_spark.log.base import (
+from sleeper_spark.log.aws_catalog_backend import AwsBackend
+from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.dynamodb_log_tables import ensure_tables
+from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.registry import TableEntry
+from sleeper_spark.log.transaction_log import (
     AppendOutcomeUnknownError,
     LogRecord,
     LogThrottledError,
     TransactionLog,
     TransactionNumberTakenError,
 )
-from sleeper_spark.log.dynamodb import (
-    DynamoDBStatePointer,
-    DynamoDBTableRegistry,
-    DynamoDBTransactionLog,
-    ensure_tables,
-)
-from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.storage.aws import make_client
 from tests.contract.log_contract import LogFactory, TransactionLogContract
 from tests.integration.race_workers import (
@@ -441,13 +438,13 @@ def test_aws_backend(seaweedfs_s3: str, s3_bucket: str, dynamodb_local: str) -> 
     backend.ensure_infrastructure()
     entry = _entry("events")
     backend.registry.register(entry)
-    backend.log(entry).append(1, b"create")
+    backend.transaction_log(entry).append(1, b"create")
     assert backend.state_pointer(entry).advance(1)
     backend.store.put("events/_state/x", b"state")
 
     clone = pickle.loads(pickle.dumps(backend))
     assert clone.registry.lookup("events") == entry
-    assert [r.body for r in clone.log(entry).read()] == [b"create"]
+    assert [r.body for r in clone.transaction_log(entry).read()] == [b"create"]
     assert clone.state_pointer(entry).get() == 1
     assert clone.store.get("events/_state/x") == b"state"
 

@@ -33,7 +33,7 @@ def test_truncation_then_a_fresh_open_works_and_time_travel_past_the_cut_fails(l
     report = truncate_log(table, now=LATER, keep_versions_after=timedelta(0), safety_margin=0)
     # Then transactions 1..11 are gone
     assert (report.up_to, report.transactions_deleted, report.first_transaction) == (11, 11, 12)
-    assert table.head.log.first_number() == 12
+    assert table.head.transaction_log.first_number() == 12
     # And a fresh catalog opens the table from the state snapshot and the tail
     fresh = ss.Catalog.local(local_catalog.config.warehouse).table("events")
     assert fresh.scan().num_rows == 12 and [s.version for s in fresh.history()][-1] == 13
@@ -52,7 +52,7 @@ def test_the_time_travel_window_keeps_every_transaction_inside_it(local_catalog:
     table = appended(local_catalog, 6, snapshot_after=(4,))
     report = truncate_log(table)  # 24 hours: every version is younger
     assert report.up_to is None and report.transactions_deleted == 0
-    assert table.head.log.first_number() == 1
+    assert table.head.transaction_log.first_number() == 1
 
 
 def test_the_safety_margin_and_a_version_floor_limit_the_cut(local_catalog: ss.Catalog) -> None:
@@ -74,7 +74,7 @@ def test_a_dry_run_or_a_table_without_state_snapshots_deletes_nothing(local_cata
     table.write(rows(9, 1, "d1"))
     report = truncate_log(table, now=LATER, keep_versions_after=timedelta(0), safety_margin=0, dry_run=True)
     assert report.dry_run and report.up_to == 5 and report.transactions_deleted == 5
-    assert table.head.log.first_number() == 1
+    assert table.head.transaction_log.first_number() == 1
 
 
 def test_the_spilled_bodies_of_truncated_transactions_go_with_them(local_catalog: ss.Catalog) -> None:
@@ -103,7 +103,7 @@ def test_truncation_refuses_bad_limits(local_catalog: ss.Catalog) -> None:
 def test_young_transactions_are_never_cut_whatever_the_window(local_catalog: ss.Catalog) -> None:
     table = appended(local_catalog, 12, snapshot_after=(11,))
     assert truncate_log(table, keep_versions_after=timedelta(0), safety_margin=0).up_to is None
-    assert table.head.log.first_number() == 1
+    assert table.head.transaction_log.first_number() == 1
 
 
 def test_a_writer_idle_past_a_truncation_reloads_instead_of_reusing_a_number(local_catalog: ss.Catalog) -> None:

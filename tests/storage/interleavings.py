@@ -30,7 +30,8 @@ from types import GeneratorType
 from typing import Any, cast
 
 from sleeper_spark.storage.base import ObjectInfo
-from sleeper_spark.storage.put_and_verify import (
+from sleeper_spark.storage.put_and_verify import is_intent_of
+from sleeper_spark.storage.store_steps import (
     DeleteOp,
     HeadOp,
     ListOp,
@@ -38,7 +39,6 @@ from sleeper_spark.storage.put_and_verify import (
     SleepOp,
     Steps,
     StoreOp,
-    is_intent_of,
 )
 from tests.storage.stores import EPOCH
 

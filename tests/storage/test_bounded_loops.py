@@ -16,7 +16,8 @@ from botocore.exceptions import ClientError
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import LockHeldError
 from sleeper_spark.storage.dynamodb_lock import DynamoDBLockConditionalWrites
-from sleeper_spark.storage.put_and_verify import PutAndVerifyConditionalWrites, PutAndVerifySettings, intent_key
+from sleeper_spark.storage.put_and_verify import PutAndVerifySettings, intent_key
+from sleeper_spark.storage.put_and_verify_writes import PutAndVerifyConditionalWrites
 from tests.storage.stores import MemoryStore
 
 RUNAWAY = 10_000  # calls after which a stub calls the loop endless

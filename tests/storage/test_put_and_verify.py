@@ -15,13 +15,13 @@ from sleeper_spark.errors import (
     WriteOutcomeUnknownError,
 )
 from sleeper_spark.storage.put_and_verify import (
-    PutAndVerifyConditionalWrites,
     PutAndVerifySettings,
     StaleIntentError,
     intent_key,
     is_intent_of,
     normal_etag,
 )
+from sleeper_spark.storage.put_and_verify_writes import PutAndVerifyConditionalWrites
 from tests.storage.stores import MemoryStore
 
 KEY = "t/_log/00000000000000000001.json"

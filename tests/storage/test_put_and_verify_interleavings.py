@@ -23,15 +23,9 @@ from collections.abc import Callable
 import pytest
 
 from sleeper_spark.storage.locks import Mutex, ReadWriteLock
-from sleeper_spark.storage.put_and_verify import (
-    PutAndVerifySettings,
-    Steps,
-    Transaction,
-    create_steps,
-    exclusive_write,
-    refuse_if_present,
-    replace_steps,
-)
+from sleeper_spark.storage.put_and_verify import GuardedWrite, PutAndVerifySettings, exclusive_write
+from sleeper_spark.storage.put_and_verify_writes import create_steps, refuse_if_present, replace_steps
+from sleeper_spark.storage.store_steps import Steps
 from tests.storage.interleavings import Client, ClientSpec, IdSource, SearchResult, World, explore
 from tests.storage.stores import EPOCH, MemoryStore
 
@@ -129,7 +123,7 @@ def test_without_the_confirming_look_a_non_atomic_list_admits_two_writers() -> N
             if listing.find(listing.own_intent or ""):
                 refuse_if_present(listing)
 
-        return lambda ids: exclusive_write(Transaction(TARGET, b"x", first_look_only), _settings(1), **_options(i, ids))  # type: ignore[arg-type]
+        return lambda ids: exclusive_write(GuardedWrite(TARGET, b"x", first_look_only), _settings(1), **_options(i, ids))  # type: ignore[arg-type]
 
     violations: list[str] = []
 
@@ -190,13 +184,13 @@ def _lock_clients(kinds: str, attempts: int) -> list[ClientSpec]:
     specs = []
     for i, kind in enumerate(kinds):
         if kind == "w":
-            txn = rw.write_transaction(b"w")
+            txn = rw.write_guarded_write(b"w")
         elif kind == "r":
-            txn = rw.read_transaction(f"locks/job.READ.{i:04x}", b"r")
+            txn = rw.read_guarded_write(f"locks/job.READ.{i:04x}", b"r")
         else:
-            txn = mutex.transaction(b"m")
+            txn = mutex.guarded_write(b"m")
 
-        def make(i: int = i, txn: Transaction = txn) -> Callable[[IdSource], Steps[str]]:
+        def make(i: int = i, txn: GuardedWrite = txn) -> Callable[[IdSource], Steps[str]]:
             return lambda ids: exclusive_write(txn, _settings(attempts), **_options(i, ids))  # type: ignore[arg-type]
 
         specs.append(ClientSpec(f"{kind}{i}", txn.target, make()))

@@ -12,7 +12,7 @@ import pytest
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError, PathExistsError
 from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites
-from sleeper_spark.storage.put_and_verify import PutAndVerifyConditionalWrites
+from sleeper_spark.storage.put_and_verify_writes import PutAndVerifyConditionalWrites
 from sleeper_spark.storage.strategies import ConditionalWritesStore, open_conditional_writes
 from tests.storage.stores import PlainStore
 

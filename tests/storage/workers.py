@@ -21,7 +21,7 @@ from typing import Any
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import PathExistsError, PreconditionFailedError
 from sleeper_spark.storage import LocalObjectStore, ObjectStore
-from sleeper_spark.storage.conditional import ConditionalWrites
+from sleeper_spark.storage.conditional import ConditionalWriteStrategy
 from sleeper_spark.storage.strategies import open_conditional_writes
 from tests.storage.stores import PlainStore
 
@@ -66,7 +66,7 @@ class StrategySpec:
             inner = LocalObjectStore(self.warehouse)
         return inner if self.kind == "native" else PlainStore(inner)
 
-    def build(self) -> tuple[ObjectStore, ConditionalWrites]:
+    def build(self) -> tuple[ObjectStore, ConditionalWriteStrategy]:
         store = self.store()
         return store, open_conditional_writes(store, self.config())
 

@@ -91,7 +91,7 @@ def test_a_truncated_log_fails_with_snapshot_not_found(catalog: ss.Catalog) -> N
     table = table_with_appends(catalog, 12)
     table.head.state_snapshots.write(table.state(11))
     truncate_log(table, keep_versions_after=timedelta(0), safety_margin=0, now=utc_now() + timedelta(hours=1))
-    assert table.head.log.first_number() == 12
+    assert table.head.transaction_log.first_number() == 12
     stream = reader(catalog)
     # When a stream from the beginning plans its first batch, Then it says why it cannot
     with pytest.raises(ss.SnapshotNotFoundError, match=r"versions 2\.\.11 are no longer in the log"):

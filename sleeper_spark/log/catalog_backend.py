@@ -6,24 +6,24 @@ from abc import ABC, abstractmethod
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import WarehouseNotFoundError
-from sleeper_spark.log.base import TransactionLog
 from sleeper_spark.log.memory import InMemoryTransactionLog
 from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
 from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableEntry, TableRegistry
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePointer
-from sleeper_spark.storage import ConditionalWrites, ObjectStore
+from sleeper_spark.log.transaction_log import TransactionLog
+from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
 
 class CatalogBackend(ABC):
     """The storage of one catalog: data files, table registry, logs and state pointers."""
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites, registry: TableRegistry) -> None:
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy, registry: TableRegistry) -> None:
         self.store = store
         self.conditional = conditional
         self.registry = registry
 
     @abstractmethod
-    def log(self, entry: TableEntry) -> TransactionLog:
+    def transaction_log(self, entry: TableEntry) -> TransactionLog:
         """The transaction log of one table."""
 
     @abstractmethod
@@ -46,12 +46,12 @@ class ObjectStoreBackend(CatalogBackend):
     """Everything on the object store: the embedded default (local disk) and bare S3."""
 
     def __init__(
-        self, store: ObjectStore, conditional: ConditionalWrites, retry: StoreRetryPolicy | None = None
+        self, store: ObjectStore, conditional: ConditionalWriteStrategy, retry: StoreRetryPolicy | None = None
     ) -> None:
         super().__init__(store, conditional, ObjectStoreTableRegistry(store, conditional))
         self._retry = retry  # of the state pointer's compare-and-swap
 
-    def log(self, entry: TableEntry) -> TransactionLog:
+    def transaction_log(self, entry: TableEntry) -> TransactionLog:
         return ObjectStoreTransactionLog(self.store, self.conditional, entry.root)
 
     def ensure_infrastructure(self) -> None:
@@ -66,9 +66,9 @@ class ObjectStoreBackend(CatalogBackend):
 class InMemoryLogBackend(ObjectStoreBackend):
     """Data on a store, logs in memory with fault hooks: for tests of the commit loop."""
 
-    def __init__(self, store: ObjectStore, conditional: ConditionalWrites) -> None:
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy) -> None:
         super().__init__(store, conditional)
         self.logs: dict[str, InMemoryTransactionLog] = {}
 
-    def log(self, entry: TableEntry) -> InMemoryTransactionLog:
+    def transaction_log(self, entry: TableEntry) -> InMemoryTransactionLog:
         return self.logs.setdefault(entry.table_id, InMemoryTransactionLog())

@@ -6,8 +6,8 @@ from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.log import CatalogBackend, ObjectStoreBackend
 from sleeper_spark.storage import (
-    ConditionalWrites,
     ConditionalWritesStore,
+    ConditionalWriteStrategy,
     LocalObjectStore,
     NativeConditionalWrites,
     ObjectStore,
@@ -24,18 +24,18 @@ def open_backend(config: CatalogConfig) -> CatalogBackend:
         store = LocalObjectStore(location.uri)
         return ObjectStoreBackend(store, NativeConditionalWrites(store), config.store_retry)
     if config.catalog == "aws":
-        from sleeper_spark.log.aws_backend import AwsBackend  # boto3 only when asked for
+        from sleeper_spark.log.aws_catalog_backend import AwsBackend  # boto3 only when asked for
 
         backend: CatalogBackend = AwsBackend(config)
         return backend
     return ObjectStoreBackend(*_object_store_with_strategy(config), config.store_retry)
 
 
-def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, ConditionalWrites]:
+def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, ConditionalWriteStrategy]:
     store: ObjectStore
     location = config.location
     if location.kind == "s3":
-        from sleeper_spark.log.aws_backend import open_s3_store
+        from sleeper_spark.log.aws_catalog_backend import open_s3_store
 
         store = open_s3_store(config)
     else:

@@ -13,13 +13,10 @@ from typing import Any
 
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
-from sleeper_spark.log.backend import CatalogBackend
-from sleeper_spark.log.dynamodb import (
-    DynamoDBStatePointer,
-    DynamoDBTableRegistry,
-    DynamoDBTransactionLog,
-    ensure_tables,
-)
+from sleeper_spark.log.catalog_backend import CatalogBackend
+from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.dynamodb_log_tables import ensure_tables
+from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.storage.aws import make_client
 from sleeper_spark.storage.conditional import NativeConditionalWrites
@@ -53,7 +50,7 @@ class AwsBackend(CatalogBackend):
     def config(self) -> CatalogConfig:
         return self._config
 
-    def log(self, entry: TableEntry) -> DynamoDBTransactionLog:
+    def transaction_log(self, entry: TableEntry) -> DynamoDBTransactionLog:
         return DynamoDBTransactionLog(
             self._dynamodb,
             self._config.transactions_table,

@@ -4,14 +4,14 @@
 * snapshots: hash key ``table_id`` (S) only; state pointers and catalog entries.
 
 :func:`ensure_tables` is idempotent and safe to run from many processes at once (see
-:mod:`sleeper_spark.storage.dynamodb_tables`). Both tables are on-demand (``PAY_PER_REQUEST``).
+:mod:`sleeper_spark.storage.dynamodb_table_setup`). Both tables are on-demand (``PAY_PER_REQUEST``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sleeper_spark.storage.dynamodb_tables import ensure_dynamodb_table
+from sleeper_spark.storage.dynamodb_table_setup import ensure_dynamodb_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

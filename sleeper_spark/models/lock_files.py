@@ -1,0 +1,60 @@
+"""The bodies of lock files and put-and-verify intent files on the object store.
+
+Both are small JSON documents written for the people and tools that look at a lock: who holds
+it, since when, until when. Key order and separators are as released; golden files pin them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_serializer
+from typing_extensions import Self
+
+HeldLockKind = Literal["mutex", "write", "read"]
+
+
+class _IsoTimes(BaseModel):
+    """Times as ``datetime.isoformat()`` writes them (``+00:00``, not pydantic's ``Z``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @field_serializer("*", when_used="json")
+    def _iso(self, value: object) -> object:
+        return value.isoformat() if isinstance(value, datetime) else value
+
+    def encode(self) -> bytes:
+        return json.dumps(self.model_dump(mode="json")).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> Self:
+        return cls.model_validate_json(data)
+
+
+class LockOwner(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str
+    pid: int
+    label: str = ""
+
+
+class LockFileBody(_IsoTimes):
+    """A mutex, write lock or read lock file: its holder and lease."""
+
+    kind: HeldLockKind
+    owner: LockOwner
+    token: str = ""  # random per acquisition: tells the holder its lock from a later one
+    acquired_at: datetime
+    expires_at: datetime
+
+
+class IntentBody(_IsoTimes):
+    """A put-and-verify writer's intent: only for people looking at one left behind."""
+
+    target: str
+    host: str
+    pid: int
+    written_at: datetime
