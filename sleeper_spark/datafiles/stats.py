@@ -1,24 +1,19 @@
 """Column statistics computed from Arrow data while it is written.
 
-Values are stored as JSON scalars (see :mod:`sleeper_spark.models.files`); :func:`to_stat`
-and :func:`from_stat` convert between Python values and that stored form, so pruning compares
-like with like.
+Values are stored as JSON scalars; :mod:`sleeper_spark.models.stat_values` converts between
+Python values and that stored form, so pruning compares like with like.
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import decimal
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sleeper_spark.models import ColumnStats, DataType, StatValue
-
-_ORDERED = ("bool", "int8", "int16", "int32", "int64", "float32", "float64", "string", "date",
-            "timestamp", "decimal")
+from sleeper_spark.models import ColumnStats
+from sleeper_spark.models.stat_values import to_stat
 
 
 class StatsAccumulator:
@@ -71,32 +66,6 @@ def _orderable(t: pa.DataType) -> bool:
     return bool(pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
             or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_date(t)
             or pa.types.is_timestamp(t) or pa.types.is_decimal(t))
-
-
-def to_stat(value: Any) -> StatValue:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return None
-
-
-def from_stat(value: StatValue, type_: DataType) -> Any:
-    """A stored statistic as a Python value comparable with the column's values."""
-    if value is None or type_.name not in _ORDERED:
-        return None
-    if type_.name == "date" and isinstance(value, str):
-        return dt.date.fromisoformat(value)
-    if type_.name == "timestamp" and isinstance(value, str):
-        parsed = dt.datetime.fromisoformat(value)
-        return parsed.replace(tzinfo=None) if parsed.tzinfo is None else parsed.astimezone(dt.timezone.utc)
-    if type_.name == "decimal" and isinstance(value, str):
-        return decimal.Decimal(value)
-    return value
 
 
 def partition_value_to_string(value: Any) -> str | None:

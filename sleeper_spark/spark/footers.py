@@ -20,9 +20,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sleeper_spark.datafiles.stats import StatsAccumulator, partition_value_to_string, to_stat
+from sleeper_spark.datafiles.stats import StatsAccumulator, partition_value_to_string
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import ColumnStats, FileRef, TableSchema
+from sleeper_spark.models.stat_values import to_stat
 
 _FOOTER_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "float64", "string", "date",
                            "decimal", "timestamp"})

@@ -34,8 +34,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sleeper_spark.datafiles.stats import from_stat, to_stat
 from sleeper_spark.models import FileRef, TableSchema
+from sleeper_spark.models.stat_values import from_stat, to_stat
 
 PATH_HASH = "path_hash"
 _FIXED = pa.schema([

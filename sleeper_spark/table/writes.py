@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from sleeper_spark.commit import BuildTransaction, CommitResult, TableHead, utc_now
-from sleeper_spark.datafiles.stats import from_stat
 from sleeper_spark.errors import CommitConflictError, CommitFailedError, ConfigError
 from sleeper_spark.models import AddFiles, FileRef, ReplaceFiles, Transaction
+from sleeper_spark.models.stat_values import from_stat
 from sleeper_spark.state import TableState
 from sleeper_spark.storage import ObjectStore, join_key
 

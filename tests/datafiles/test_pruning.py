@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from sleeper_spark.datafiles.expressions import Call, Field, Literal, Opaque, parse
 from sleeper_spark.datafiles.pruning import prune_files, prune_table
-from sleeper_spark.datafiles.stats import StatsAccumulator, from_stat, partition_value_to_string
+from sleeper_spark.datafiles.stats import StatsAccumulator, partition_value_to_string
 from sleeper_spark.models import FileRef, TableSchema
+from sleeper_spark.models.stat_values import from_stat
 from sleeper_spark.state import FileLayout, FileSet
 
 ARROW = pa.schema([("p", pa.string()), ("v", pa.int64()), ("f", pa.float64()), ("d", pa.date32()),

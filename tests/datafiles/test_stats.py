@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sleeper_spark.datafiles.stats import StatsAccumulator, from_stat, partition_value_to_string, to_stat
+from sleeper_spark.datafiles.stats import StatsAccumulator, partition_value_to_string
 from sleeper_spark.models import ColumnStats, DataType, TableSchema
+from sleeper_spark.models.stat_values import from_stat, to_stat
 
 UTC = dt.timezone.utc
 
