@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the tests need (venv, test extras, Java, DynamoDB Local, SeaweedFS),
-# checks types and style, and runs the whole test suite. Extra arguments go to pytest.
+# checks types and style, and runs the whole test suite. Extra arguments go to pytest (after ours,
+# so they win: `-n 0` runs everything in this one process).
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_root}"
@@ -9,4 +10,6 @@ bash scripts/install-test-servers.sh
 bash scripts/build-jar.sh --if-stale   # the JVM file index: Spark tests run the native path with it
 .venv/bin/ruff check sleeper_spark tests bench examples
 .venv/bin/mypy sleeper_spark
-exec .venv/bin/python -m pytest "$@"
+# Two worker processes: much of the suite waits on servers, subprocesses and Spark, and the
+# other worker runs meanwhile. Each worker starts the servers and the SparkSession it needs.
+exec .venv/bin/python -m pytest -n 2 "$@"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import sleeper_spark as ss
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events
+from tests.fixtures.processes import racing_context
 from tests.invariants import WriteOutcome, check_table_invariants
 
 WRITERS = 6
@@ -33,7 +34,7 @@ def test_six_processes_appending_eight_times_each_lose_nothing(tmp_path: Path) -
     catalog = ss.Catalog.local(warehouse, state_snapshot_interval=10)
     catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     # When six processes append eight times each, released at the same moment
-    context = multiprocessing.get_context("spawn")
+    context = racing_context()
     with context.Manager() as manager:
         start = manager.Event()
         with context.Pool(WRITERS) as pool:

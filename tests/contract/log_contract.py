@@ -6,7 +6,6 @@ called, in this process or in another one (for the races between real processes)
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from sleeper_spark.log import TransactionLog, TransactionNumberTakenError
+from tests.fixtures.processes import racing_context
 
 LogFactory = Callable[[], TransactionLog]
 
@@ -116,7 +116,7 @@ class TransactionLogContract:
     def test_racing_processes_have_exactly_one_winner_per_number(self, log_factory: LogFactory) -> None:
         if not self.supports_processes:
             pytest.skip("this log lives in one process by design")
-        context = multiprocessing.get_context("spawn")
+        context = racing_context()
         with context.Pool(self.racers) as pool:
             for number in range(1, self.rounds + 1):
                 wins = pool.map(_race_in_process, [(log_factory, number, f"{i}".encode()) for i in range(self.racers)])

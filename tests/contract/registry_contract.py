@@ -6,7 +6,6 @@ catalog's) each time it is called, in this process or in a spawned one.
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import uuid
 from collections.abc import Callable
@@ -17,6 +16,7 @@ import pytest
 
 from sleeper_spark.errors import TableAlreadyExistsError
 from sleeper_spark.log.registry import TableEntry, TableRegistry
+from tests.fixtures.processes import racing_context
 
 OpenRegistry = Callable[[], TableRegistry]
 
@@ -151,7 +151,7 @@ class TableRegistryContract:
         if not self.supports_processes:
             pytest.skip("this registry lives in one process by design")
         # Given racing processes, as Spark drivers creating one table on several machines
-        context = multiprocessing.get_context("spawn")
+        context = racing_context()
         with context.Pool(self.racers) as pool:
             for round_ in range(self.rounds):
                 entries = [entry(f"raced-{round_}") for _ in range(self.racers)]

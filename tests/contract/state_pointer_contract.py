@@ -6,7 +6,6 @@ pointer of that table each time it is called, in this process or in a spawned on
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from sleeper_spark.log.state_snapshots import StatePointer
+from tests.fixtures.processes import racing_context
 
 OpenPointer = Callable[[str], StatePointer]
 
@@ -120,7 +120,7 @@ class StatePointerContract:
         if not self.supports_processes:
             pytest.skip("this pointer lives in one process by design")
         # Given racing processes, as Spark drivers of one table on several machines
-        context = multiprocessing.get_context("spawn")
+        context = racing_context()
         with context.Pool(self.racers) as pool:
             for round_ in range(1, self.rounds + 1):
                 # When each round they advance the pointer to one of three newer numbers

@@ -7,7 +7,6 @@ through a queue: ``(worker, [per-round result, ...])`` or ``(worker, "error: ...
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 import traceback
 import uuid
@@ -27,6 +26,7 @@ from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.log.transaction_log import TransactionNumberTakenError
 from sleeper_spark.storage.aws import make_client
 from sleeper_spark.storage.s3 import S3ObjectStore
+from tests.fixtures.processes import racing_context
 
 BARRIER_TIMEOUT_S = 120
 RESULT_TIMEOUT_S = 300
@@ -37,7 +37,7 @@ def run_workers(target: Callable[..., None], workers: int, args: Callable[[int],
 
     Returns each worker's result, by worker number; fails if any worker failed.
     """
-    context = multiprocessing.get_context("spawn")
+    context = racing_context()
     barrier = context.Barrier(workers)
     queue: Queue[Any] = context.Queue()
     processes = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import sleeper_spark as ss
 from sleeper_spark.storage.aws import make_client
 from tests.fixtures.aws_requests import RequestCounter, counting_requests
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events, make_catalog
+from tests.fixtures.processes import racing_context
 from tests.invariants import WriteOutcome, check_table_invariants
 
 pytestmark = pytest.mark.integration
@@ -51,7 +51,7 @@ def test_six_racing_processes_lose_nothing(racing_catalog: ss.Catalog) -> None:
     # Given a table on the test servers
     catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     # When 6 processes append 8 times each, all released at once
-    context = multiprocessing.get_context("spawn")
+    context = racing_context()
     with context.Manager() as manager:
         start = manager.Event()
         with context.Pool(WRITERS) as pool:

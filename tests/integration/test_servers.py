@@ -27,6 +27,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from tests.fixtures.processes import racing_context
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_s3.client import S3Client
@@ -130,7 +132,7 @@ def _race_worker(
 
 def _race(service: str, endpoint_url: str, credentials: dict[str, str], target: str) -> list[Attempt]:
     """Run WRITERS processes through ROUNDS rounds and return every attempt."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = racing_context()
     barrier = ctx.Barrier(WRITERS)
     results: multiprocessing.Queue[tuple[int, list[Attempt] | str]] = ctx.Queue()
     processes = [

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from pathlib import Path
 from typing import Any
 
 import sleeper_spark as ss
 from sleeper_spark import maintenance
+from tests.fixtures.processes import racing_context
 from tests.invariants import WriteOutcome, check_table_invariants
 from tests.maintenance.tables import SCHEMA, rows
 
@@ -47,7 +47,7 @@ def test_compaction_racing_three_appending_processes_loses_no_append(tmp_path: P
         table.write(rows(seq, 1, f"d{seq % 2}"), metadata={"writer": "99", "seq": str(seq)})
         initial.append(WriteOutcome(99, seq, 1, committed=True))
     files_before = len(table.files())
-    context = multiprocessing.get_context("spawn")
+    context = racing_context()
     with context.Manager() as manager:
         ready = manager.Barrier(APPENDERS + 1)
         with context.Pool(APPENDERS) as pool:

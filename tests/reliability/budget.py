@@ -2,8 +2,9 @@
 
 The long run is one command (docs/reliability.md)::
 
-    SLEEPER_KILL_TRIALS=120 SLEEPER_FAULT_WRITES=5000 SLEEPER_TORTURE_SECONDS=600 \\
-        .venv/bin/python -m pytest tests/reliability -s
+    SLEEPER_LONG_RUN=1 SLEEPER_KILL_TRIALS=120 SLEEPER_FAULT_WRITES=5000 SLEEPER_TORTURE_SECONDS=600 \\
+        .venv/bin/python -m pytest tests/reliability \\
+        tests/storage/test_put_and_verify_interleavings.py tests/streaming/test_sink_crash.py -s
 
 (600 kill trials, 120 per catalog kind; about 45 minutes on 2 cores.)
 
@@ -16,6 +17,8 @@ SLEEPER_FAULT_WRITES       writes per fault-injection run                       
 SLEEPER_FAULT_SEED         seed of the fault schedules                                  7
 SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                         20
 SLEEPER_TORTURE_WORKERS    how many torture processes                                   8
+SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/storage)    unset
+                           and the sink kill test on AWS (tests/streaming)
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by
@@ -25,6 +28,8 @@ pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by
 from __future__ import annotations
 
 import os
+
+import pytest
 
 DEFAULT_KILL_TRIALS = {"local": 6}
 DEFAULT_KILL_TRIALS_ELSEWHERE = 3
@@ -44,6 +49,9 @@ FAULT_WRITES = _int("SLEEPER_FAULT_WRITES", 150)
 FAULT_SEED = _int("SLEEPER_FAULT_SEED", 7)
 TORTURE_SECONDS = _int("SLEEPER_TORTURE_SECONDS", 20)
 TORTURE_WORKERS = _int("SLEEPER_TORTURE_WORKERS", 8)
+# The cases that each take minutes and add least beyond the smaller ones CI runs.
+LONG_RUN = os.environ.get("SLEEPER_LONG_RUN", "").strip() == "1"
+long_run_only = pytest.mark.skipif(not LONG_RUN, reason="long run only: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
 
 
 def timeout_for(seconds_of_work: float) -> int:

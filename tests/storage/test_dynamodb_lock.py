@@ -7,7 +7,6 @@ every HEAD and PutItem still goes to the real servers.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import threading
@@ -24,6 +23,7 @@ from sleeper_spark.errors import ConfigError, PathExistsError, StorageError, Wri
 from sleeper_spark.storage import ObjectStore
 from sleeper_spark.storage.dynamodb_lock import DynamoDBLockConditionalWrites, ensure_lock_table
 from sleeper_spark.storage.s3 import S3ObjectStore
+from tests.fixtures.processes import racing_context
 from tests.storage.stores import PlainStore
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ def test_a_process_killed_between_lock_and_write_is_taken_over(
     config: CatalogConfig, store: PlainStore, client: DynamoDBClient, lock_table: str
 ) -> None:
     key = f"t/_log/{uuid.uuid4().hex}.json"
-    context = multiprocessing.get_context("spawn")
+    context = racing_context()
     ready = context.Event()
     process = context.Process(target=_hold_the_lock_and_hang, args=(config, key, ready), daemon=True)
     process.start()

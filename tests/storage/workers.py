@@ -7,7 +7,6 @@ meets the others at a barrier before every round, so that all of them write at o
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 import traceback
@@ -23,6 +22,7 @@ from sleeper_spark.errors import PathExistsError, PreconditionFailedError
 from sleeper_spark.storage import LocalObjectStore, ObjectStore
 from sleeper_spark.storage.conditional import ConditionalWriteStrategy
 from sleeper_spark.storage.strategies import open_conditional_writes
+from tests.fixtures.processes import racing_context
 from tests.storage.stores import PlainStore
 
 BARRIER_TIMEOUT_S = 120.0
@@ -87,7 +87,7 @@ def attempt(action: Callable[[], object]) -> str:
 
 def run_processes(target: Callable[..., None], workers: int, args: tuple[Any, ...]) -> list[Any]:
     """Runs ``target(worker, *args, barrier, queue)`` in spawned processes; their results in order."""
-    context = multiprocessing.get_context("spawn")
+    context = racing_context()
     barrier = context.Barrier(workers)
     queue: Queue[Any] = context.Queue()
     processes = [context.Process(target=target, args=(w, *args, barrier, queue), daemon=True) for w in range(workers)]

@@ -22,6 +22,7 @@ import pytest
 import sleeper_spark as ss
 from tests.fixtures.spark import data_files, referenced_files, spark_environment
 from tests.invariants import check_log_invariants
+from tests.reliability.budget import LONG_RUN
 from tests.streaming.streams import write_inputs
 
 pytestmark = pytest.mark.spark
@@ -80,6 +81,10 @@ class SinkJob:
 
 
 def test_a_query_killed_at_any_point_writes_every_row_exactly_once(catalog: ss.Catalog, tmp_path: Path) -> None:
+    if catalog.config.catalog != "local" and not LONG_RUN:
+        # The sink's exactly-once rests on the commit protocol, whose contract every backend
+        # passes; four Spark starts on each backend take minutes, so CI kills on the local one.
+        pytest.skip("on the local catalog only, but in a long run: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
     # Given six input files of 100 rows, one per micro-batch
     write_inputs(tmp_path / "in", 0, FILES, ROWS_PER_FILE)
     checkpoint_commits = tmp_path / "checkpoint" / "commits"
