@@ -7,10 +7,8 @@ change of format (with a migration), run with ``SLEEPER_UPDATE_GOLDEN=1`` and re
 from __future__ import annotations
 
 import json
-import os
 from datetime import date, datetime, timezone
 from decimal import Decimal
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -35,8 +33,8 @@ from sleeper_spark.models import (
 )
 from sleeper_spark.models.spill import SpillPointer
 from sleeper_spark.state import TableState, fold
+from tests.models.golden import GOLDEN, check_golden
 
-GOLDEN = Path(__file__).parents[1] / "golden"
 AT = datetime(2024, 5, 17, 12, 30, 0, tzinfo=timezone.utc)
 SCHEMA = TableSchema(fields=(
     Field(name="day", type=DataType(name="date"), nullable=False),
@@ -73,20 +71,12 @@ EXAMPLES: dict[str, Transaction] = {
 }
 
 
-def _check(name: str, actual: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("SLEEPER_UPDATE_GOLDEN"):
-        path.write_text(actual)
-    assert path.exists(), f"golden file {path} is missing; run with SLEEPER_UPDATE_GOLDEN=1 once"
-    assert actual == path.read_text(), f"the stored form of {name} changed"
-
-
 @pytest.mark.parametrize("type_tag", sorted(EXAMPLES))
 def test_each_transaction_type_keeps_its_stored_form(type_tag: str) -> None:
     txn = EXAMPLES[type_tag]
     assert txn.type == type_tag
     stored = json.dumps(json.loads(encode_transaction(txn)), indent=2, sort_keys=True) + "\n"
-    _check(f"{type_tag}.json", stored)
+    check_golden(f"{type_tag}.json", stored)
     assert decode_transaction((GOLDEN / f"{type_tag}.json").read_text()) == txn
 
 
@@ -121,7 +111,7 @@ def test_the_state_snapshot_keeps_its_stored_form() -> None:
     header = json.loads(files.schema.metadata[b"sleeper.state"])
     described = {"header": header, "files": _described(files.replace_schema_metadata(None)),
                  "history": _described(history)}
-    _check("state_snapshot_v2.json", json.dumps(described, indent=2, sort_keys=True) + "\n")
+    check_golden("state_snapshot_v2.json", json.dumps(described, indent=2, sort_keys=True) + "\n")
     assert decode_state(encoded, "golden") == state
 
 
@@ -154,7 +144,7 @@ def test_the_spill_pointer_keeps_its_stored_form() -> None:
     pointer = SpillPointer(body="_log/bodies/ab12.json", checksum="sha256:ab12", parent_id="s2", committed_at=AT)
     # When it is encoded, Then its bytes are the released ones, and they read back as the same pointer
     stored = pointer.encode()
-    _check("spill_pointer.json", stored.decode() + "\n")
+    check_golden("spill_pointer.json", stored.decode() + "\n")
     assert SpillPointer.decode((GOLDEN / "spill_pointer.json").read_bytes()) == pointer
     # Both forms released writers used are recognised; a transaction is not
     assert SpillPointer.is_pointer(stored)

@@ -36,18 +36,10 @@ from sleeper_spark.storage.dynamodb_lock import DynamoDBLockConditionalWrites
 from sleeper_spark.storage.local import LocalObjectStore
 from sleeper_spark.storage.locks import LockInfo, _decode, _encode
 from sleeper_spark.storage.put_and_verify import _intent_body
+from tests.models.golden import GOLDEN, check_golden
 
-GOLDEN = Path(__file__).parents[1] / "golden"
 AT = datetime(2024, 5, 17, 12, 30, 0, tzinfo=timezone.utc)
 WRITTEN_AT = "2024-05-17T12:30:00+00:00"  # stands in for the clock's time of each put
-
-
-def _check(name: str, actual: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("SLEEPER_UPDATE_GOLDEN"):
-        path.write_text(actual)
-    assert path.exists(), f"golden file {path} is missing; run with SLEEPER_UPDATE_GOLDEN=1 once"
-    assert actual == path.read_text(), f"the stored form of {name} changed"
 
 
 @pytest.fixture
@@ -67,7 +59,7 @@ def test_the_lock_file_body_keeps_its_stored_form() -> None:
                     AT + timedelta(hours=1), "0123456789abcdef")
     # When it is encoded, Then its bytes are the released ones
     stored = _encode(info)
-    _check("lock_file.json", stored.decode() + "\n")
+    check_golden("lock_file.json", stored.decode() + "\n")
     # And they read back as the same lock
     assert _decode(info.key, (GOLDEN / "lock_file.json").read_bytes(), AT, 600.0) == info
 
@@ -76,7 +68,7 @@ def test_the_intent_file_body_keeps_its_stored_form(fixed_host: None) -> None:
     # Given a put-and-verify writer's intent
     stored = _intent_body("_log/00000000000000000002.json", AT)
     # Then its bytes are the released ones
-    _check("intent_file.json", stored.decode() + "\n")
+    check_golden("intent_file.json", stored.decode() + "\n")
     # And lock_status reads it as an intent of that writer
     info = _decode("_log/00000000000000000002.json.INTENT.1", (GOLDEN / "intent_file.json").read_bytes(), AT, 600.0)
     assert (info.kind, info.host, info.pid, info.acquired_at) == ("intent", "worker-1", 4242, AT)
@@ -95,7 +87,7 @@ def test_the_object_store_catalog_entry_and_state_pointer_keep_their_stored_form
     ObjectStoreStatePointer(store, conditional, "events").advance(120)
     # Then both files hold the released bytes
     stored = {info.key: store.get(info.key).decode() for info in store.list("")}
-    _check("object_store_files.json", json.dumps(stored, indent=2, sort_keys=True) + "\n")
+    check_golden("object_store_files.json", json.dumps(stored, indent=2, sort_keys=True) + "\n")
 
 
 # -- DynamoDB items --------------------------------------------------------------------------
@@ -139,21 +131,21 @@ def test_the_transaction_log_items_keep_their_stored_form() -> None:
     log.append(3, spilled.encode())
     # Then both items have the released attributes and values
     assert [bytes(i["body"]["B"]) for i in client.items] == [body, spilled.encode()]
-    _check("dynamodb_transaction_item.json", _as_json(client.items[0]))
-    _check("dynamodb_spilled_transaction_item.json", _as_json(client.items[1]))
+    check_golden("dynamodb_transaction_item.json", _as_json(client.items[0]))
+    check_golden("dynamodb_spilled_transaction_item.json", _as_json(client.items[1]))
 
 
 def test_the_state_pointer_item_keeps_its_stored_form() -> None:
     client = _RecordingClient()
     DynamoDBStatePointer(client, "snapshots", "3f2c").advance(120)  # type: ignore[arg-type]
-    _check("dynamodb_state_pointer_item.json", _as_json(client.items[0]))
+    check_golden("dynamodb_state_pointer_item.json", _as_json(client.items[0]))
 
 
 def test_the_catalog_entry_item_keeps_its_stored_form() -> None:
     client = _RecordingClient()
     registry = DynamoDBTableRegistry(client, "snapshots", namespace="s3://bucket/warehouse")  # type: ignore[arg-type]
     registry.register(TableEntry(name="events", table_id="3f2c", root="events", created_at=AT))
-    _check("dynamodb_catalog_entry_item.json", _as_json(client.items[0]))
+    check_golden("dynamodb_catalog_entry_item.json", _as_json(client.items[0]))
 
 
 def test_the_lock_table_item_keeps_its_stored_form(tmp_path: Path, fixed_host: None) -> None:
@@ -167,7 +159,7 @@ def test_the_lock_table_item_keeps_its_stored_form(tmp_path: Path, fixed_host: N
     # Then its lock record has the released attributes and values
     item = client.items[0]
     item["path"] = {"S": item["path"]["S"].replace(store.uri(""), "<root>/")}
-    _check("dynamodb_lock_item.json", _as_json(item))
+    check_golden("dynamodb_lock_item.json", _as_json(item))
 
 
 # -- the models read what released writers stored --------------------------------------------
