@@ -1,3 +1,35 @@
-"""Shared pytest options only; fixtures live in tests/fixtures/."""
+"""Shared pytest options and hooks only; fixtures live in tests/fixtures/.
+
+Both hooks here serve the two worker processes the test command runs (``pytest -n 2``); they
+live in this root conftest because the process that hands out tests and prints the summary
+collects no tests, so it never loads the conftests below it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixtures.summary import SUMMARY_KEY
 
 pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.catalogs"]
+
+# What tests measured (tests/fixtures/summary.py), in the order they ended.
+_SUMMARY: list[str] = []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Tests marked slow take a minute or more each: handed out first, they run while the short
+    # ones fill the other worker, instead of leaving one worker alone with them at the end.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":
+        _SUMMARY.extend(str(value) for key, value in report.user_properties if key == SUMMARY_KEY)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _SUMMARY:
+        terminalreporter.section("measured by the tests: timings and counts")
+        for line in _SUMMARY:
+            terminalreporter.write_line(line)

@@ -99,6 +99,7 @@ SPARK_JOB_OUTPUT = ("v2: wrote 10000 rows", "now 10500 rows", "time travel to v2
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_the_spark_job_runs(tmp_path: Path) -> None:
     out = run_example("spark_job", str(tmp_path / "wh"))
     for line in SPARK_JOB_OUTPUT:
@@ -106,6 +107,7 @@ def test_the_spark_job_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_the_notebook_runs_as_a_script() -> None:
     out = run_example("notebook")
     assert "|      338| 250276.5|" in out
@@ -113,6 +115,7 @@ def test_the_notebook_runs_as_a_script() -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_the_streaming_example_shows_one_snapshot_per_batch_and_each_row_once(tmp_path: Path) -> None:
     out = run_example("streaming", str(tmp_path / "work"))
     assert "v2  append  +100 rows  batch 0" in out

@@ -63,6 +63,7 @@ def test_six_racing_processes_lose_nothing(racing_catalog: ss.Catalog) -> None:
     check_table_invariants(ss.Catalog(catalog.config).table("events"), outcomes)
 
 
+@pytest.mark.slow
 def test_a_two_thousand_file_commit_spills_its_body_and_reads_back(catalog: ss.Catalog) -> None:
     table = catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     days = [f"day-{i:04d}" for i in range(2000)]

@@ -15,7 +15,7 @@ import pytest
 import sleeper_spark as ss
 from tests.maintenance.tables import row_set, table_of_appends
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SPARK_COMPACTION = textwrap.dedent(
     """

@@ -9,7 +9,7 @@ import pytest
 
 from tests.test_examples import EXAMPLES, REPO, SPARK_JOB_OUTPUT, VENV_BIN, fresh_shell
 
-pytestmark = [pytest.mark.spark,
+pytestmark = [pytest.mark.spark, pytest.mark.slow,
               pytest.mark.skipif(not (VENV_BIN / "spark-submit").exists(), reason="needs .venv/bin/spark-submit")]
 
 

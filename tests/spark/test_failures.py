@@ -47,6 +47,7 @@ def test_a_failing_job_commits_nothing(spark: SparkSession, catalog: ss.Catalog)
     assert referenced_files(table) <= data_files(catalog, "t")
 
 
+@pytest.mark.slow
 def test_a_retried_task_commits_each_row_once(tmp_path: Path) -> None:
     log4j = quiet_log4j2(tmp_path)
     warehouse = tmp_path / "warehouse"

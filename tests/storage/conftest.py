@@ -13,22 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.summary import SUMMARY_KEY
 from tests.storage.workers import StrategySpec
-
-_REPORT: list[str] = []
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _REPORT:
-        terminalreporter.section("conditional writes: timings and counts")
-        for line in _REPORT:
-            terminalreporter.write_line(line)
 
 
 @pytest.fixture
-def report() -> list[str]:
-    """Lines for the end-of-run summary."""
-    return _REPORT
+def report(request: pytest.FixtureRequest) -> Iterator[list[str]]:
+    """Lines for the end-of-run summary; they reach it from whichever worker ran the test."""
+    lines: list[str] = []
+    yield lines
+    request.node.user_properties.extend((SUMMARY_KEY, line) for line in lines)
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ from tests.invariants import check_log_invariants
 from tests.reliability.budget import LONG_RUN
 from tests.streaming.streams import write_inputs
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 JOB = Path(__file__).with_name("sink_job.py")
 FILES, ROWS_PER_FILE = 6, 100
