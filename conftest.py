@@ -1,7 +1,7 @@
 """Shared pytest options and hooks only; fixtures live in tests/fixtures/.
 
-Both hooks here serve the two worker processes the test command runs (``pytest -n 2``); they
-live in this root conftest because the process that hands out tests and prints the summary
+The summary hooks here serve the two worker processes the test command runs (``pytest -n 2``):
+they live in this root conftest because the process that hands out tests and prints the summary
 collects no tests, so it never loads the conftests below it.
 """
 
@@ -15,12 +15,6 @@ pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.catalogs"]
 
 # What tests measured (tests/fixtures/summary.py), in the order they ended.
 _SUMMARY: list[str] = []
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Tests marked slow take a minute or more each: handed out first, they run while the short
-    # ones fill the other worker, instead of leaving one worker alone with them at the end.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
