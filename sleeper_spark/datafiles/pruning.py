@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -204,12 +205,9 @@ class _Evaluation:
         arrow_type = self.arrow_schema.field(column).type
         if pa.types.is_floating(arrow_type):
             return None
-        try:
-            typed = values if values.type.equals(arrow_type) else values.cast(arrow_type, safe=True)
-            if typed is not values and not typed.cast(values.type, safe=True).equals(values):
-                return None  # the cast rounded (a double to a decimal): compare by value instead
-        except _ERRORS:
-            return None
+        typed = _exact_cast(values, arrow_type)
+        if typed is None:
+            return None  # the cast fails or rounds (a double to a decimal): compare by value instead
         strings = pa.array([partition_value_to_string(v) for v in typed.to_pylist()], pa.string())
         return self.files.column(name), strings
 
@@ -324,13 +322,20 @@ def _maybe(facts: pa.Array) -> pa.Array:
 
 def _like(value: pa.Scalar, arrow_type: pa.DataType) -> pa.Scalar:
     """The literal in the column's type where that loses nothing (zones, units, widths)."""
+    typed = _exact_cast(value, arrow_type)
+    return value if typed is None else typed  # as is: 2.5 against an integer column compares as doubles
+
+
+def _exact_cast(value: Any, arrow_type: pa.DataType) -> Any:
+    """An Arrow array or scalar in ``arrow_type``; None if the cast fails or loses anything.
+
+    A safe cast may still round (a double to float32 or to a decimal), so the cast value must
+    also cast back to the original.
+    """
     if value.type.equals(arrow_type):
         return value
     try:
         cast = value.cast(arrow_type, safe=True)
-        # a safe cast may still round (a double to float32): only an exact one is used
-        if cast.cast(value.type, safe=True).equals(value):
-            return cast
+        return cast if cast.cast(value.type, safe=True).equals(value) else None
     except _ERRORS:
-        pass
-    return value  # compare as is (e.g. 2.5 against an integer column: both become doubles)
+        return None
