@@ -13,8 +13,9 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
-from pydantic import BaseModel, ConfigDict, field_serializer
 from typing_extensions import Self
+
+from sleeper_spark.models.iso_times import IsoTimesModel
 
 # A low-level attribute value, as the DynamoDB client takes and returns it: {"S": "..."}.
 AttributeValue = dict[str, Any]
@@ -47,15 +48,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class DynamoDBItem(BaseModel):
+class DynamoDBItem(IsoTimesModel):
     """An item kind: its attributes are the model's fields; ``None`` fields are not stored."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    @field_serializer("*")
-    def _iso(self, value: object) -> object:
-        # Times are stored as ``datetime.isoformat()`` strings (``+00:00``).
-        return value.isoformat() if isinstance(value, datetime) else value
 
     def to_item(self) -> dict[str, AttributeValue]:
         return {name: attribute_value(value) for name, value in self.model_dump(exclude_none=True).items()}

@@ -10,20 +10,16 @@ import json
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_serializer
+from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
+
+from sleeper_spark.models.iso_times import IsoTimesModel
 
 HeldLockKind = Literal["mutex", "write", "read"]
 
 
-class _IsoTimes(BaseModel):
-    """Times as ``datetime.isoformat()`` writes them (``+00:00``, not pydantic's ``Z``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    @field_serializer("*", when_used="json")
-    def _iso(self, value: object) -> object:
-        return value.isoformat() if isinstance(value, datetime) else value
+class _JsonBody(IsoTimesModel):
+    """A body stored as one JSON document."""
 
     def encode(self) -> bytes:
         return json.dumps(self.model_dump(mode="json")).encode()
@@ -41,7 +37,7 @@ class LockOwner(BaseModel):
     label: str = ""
 
 
-class LockFileBody(_IsoTimes):
+class LockFileBody(_JsonBody):
     """A mutex, write lock or read lock file: its holder and lease."""
 
     kind: HeldLockKind
@@ -51,7 +47,7 @@ class LockFileBody(_IsoTimes):
     expires_at: datetime
 
 
-class IntentBody(_IsoTimes):
+class IntentBody(_JsonBody):
     """A put-and-verify writer's intent: only for people looking at one left behind."""
 
     target: str
