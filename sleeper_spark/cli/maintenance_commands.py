@@ -125,24 +125,43 @@ def _why_nothing_to_truncate(table: Table, keep: timedelta) -> str:
 
 
 def verify(name: TableName, version: Annotated[int | None, typer.Option(
-        "--version", help="A past version; default: the latest.")] = None, json_: JsonFlag = False) -> None:
+        "--version", help="A past version; default: the latest.")] = None,
+        deep: Annotated[bool, typer.Option(
+            "--deep", help="Also read every file and check its recorded row count, partition values and "
+                           "statistics against its rows.")] = False,
+        repair: Annotated[bool, typer.Option(
+            "--repair", help="With --deep, on the latest version: rewrite the files whose statistics are "
+                             "false (one compact snapshot).")] = False,
+        json_: JsonFlag = False) -> None:
     """Check that every file of a version exists with its size and checksum; exit 1 if not."""
+    if repair and (not deep or version is not None):
+        raise ConfigError("--repair needs --deep and works on the latest version only (no --version)")
     table = open_catalog().table(name)
     state = table.state(version)
     files = list(state.files.values())
     with ProgressBars(enabled=not json_) as bars:
         report = reading.verify_files(table.store, table.root, files, state.version,
-                                      progress=bars.advance("verifying", len(files)))
+                                      progress=bars.advance("verifying", len(files)),
+                                      deep_schema=state.schema if deep else None)
+    repaired = table.repair_statistics() if repair and any(p.problem == "stats" for p in report.problems) else None
     if json_:
-        emit_json({**report.model_dump(mode="json"), "ok": report.ok})
+        emit_json({**report.model_dump(mode="json"), "ok": report.ok,
+                   "repaired_version": None if repaired is None else repaired.version})
     elif report.ok:
+        checked = "present, intact, statistics true" if deep else "present and intact"
         say(f"{name} version {report.version}: {report.files_checked} file(s), "
-            f"{human_bytes(report.bytes_checked)}, all present and intact")
+            f"{human_bytes(report.bytes_checked)}, all {checked}")
     else:
         print_table(f"problems in {name} version {report.version}", ("path", "problem", "detail"),
                     [(p.path, p.problem, p.detail) for p in report.problems])
-    if not report.ok:
-        stderr.print(f"verify found {len(report.problems)} problem(s) in {report.files_checked} file(s)", markup=False)
+    if repaired is not None and not json_:
+        say(f"rewrote the files with false statistics: version {repaired.version}")
+    remaining = [p for p in report.problems if repaired is None or p.problem != "stats"]
+    if remaining:
+        stderr.print(f"verify found {len(remaining)} problem(s) in {report.files_checked} file(s)", markup=False)
+        if any(p.problem == "stats" for p in remaining):
+            stderr.print(f"rewrite the files with false statistics: sleeper-spark verify {name} --deep --repair",
+                         markup=False)
         raise typer.Exit(1)
 
 

@@ -19,6 +19,7 @@ from sleeper_spark.maintenance.compaction import (
 )
 from sleeper_spark.maintenance.deletion import delete_where
 from sleeper_spark.maintenance.progress import Progress
+from sleeper_spark.maintenance.statistics_repair import repair_statistics
 from sleeper_spark.maintenance.truncation import TruncateReport, truncate_log
 from sleeper_spark.maintenance.vacuum import vacuum
 from sleeper_spark.models import Snapshot, VacuumReport
@@ -40,6 +41,9 @@ class _Jobs:
     def vacuum(self, table: Table, older_than: timedelta, dry_run: bool) -> VacuumReport:
         return vacuum(table, older_than, dry_run)
 
+    def repair_statistics(self, table: Table, spark: Any) -> Snapshot | None:
+        return repair_statistics(table, spark)
+
 
 register_maintenance(_Jobs())
 
@@ -51,6 +55,7 @@ __all__ = [
     "compact",
     "delete_where",
     "plan_compaction",
+    "repair_statistics",
     "rewrite_plan",
     "truncate_log",
     "vacuum",

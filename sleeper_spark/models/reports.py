@@ -9,7 +9,7 @@ class FileProblem(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
-    problem: str  # "missing", "size", "checksum"
+    problem: str  # "missing", "size", "checksum"; a deep verify adds "unreadable" and "stats"
     detail: str = ""
 
 

@@ -50,12 +50,12 @@ def file_ref(data: bytes, path: str, schema: TableSchema, partition_by: tuple[st
 
 def _footer_stats(metadata: pq.FileMetaData, schema: TableSchema) -> tuple[dict[str, ColumnStats], list[str]]:
     """Stats of the flat columns the footer describes fully; the names of those it cannot."""
-    leaves: dict[str, list[Any]] = {}
+    leaves: dict[str, list[tuple[Any, int]]] = {}
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for index in range(row_group.num_columns):
             column = row_group.column(index)
-            leaves.setdefault(column.path_in_schema, []).append(column.statistics)
+            leaves.setdefault(column.path_in_schema, []).append((column.statistics, row_group.num_rows))
     stats: dict[str, ColumnStats] = {}
     missing: list[str] = []
     for field in schema.fields:
@@ -63,22 +63,41 @@ def _footer_stats(metadata: pq.FileMetaData, schema: TableSchema) -> tuple[dict[
         if parts is None and metadata.num_rows == 0:
             stats[field.name] = ColumnStats(min=None, max=None, null_count=0)
             continue
-        if parts is None or field.type.name not in _FOOTER_TYPES or any(s is None or not s.has_null_count
-                                                                         for s in parts):
+        column_stats = None if parts is None or field.type.name not in _FOOTER_TYPES else _merged(parts)
+        if column_stats is None:
             missing.append(field.name)
-            continue
-        nulls = sum(s.null_count for s in parts)
-        with_values = [s for s in parts if s.null_count < s.num_values]
-        if any(not s.has_min_max for s in with_values):
-            missing.append(field.name)  # a value the footer could not hold (e.g. a very long string)
-            continue
-        low = min((s.min for s in with_values), default=None)
-        high = max((s.max for s in with_values), default=None)
-        if _is_nan(low) or _is_nan(high):
-            missing.append(field.name)  # the footer counted NaN in: compute without it
-            continue
-        stats[field.name] = ColumnStats(min=to_stat(low), max=to_stat(high), null_count=nulls)
+        else:
+            stats[field.name] = column_stats
     return stats, missing
+
+
+def _merged(parts: list[tuple[Any, int]]) -> ColumnStats | None:
+    """One flat column's stats over its row groups' footer stats, or None where the footer cannot
+    give them exactly.
+
+    A row group holds values unless its null count is its row count (a flat column has one value
+    or null per row; pyarrow's ``num_values`` counts non-null values only, so it cannot tell).
+    Every row group with values must have a min and a max, and neither may be NaN: parquet-mr
+    starts a float's bounds at its first value, so a row group that starts with NaN has NaN
+    bounds that hide the rest (and Python's ``min``/``max`` ignore a NaN depending on where it
+    stands). Those columns are computed from the data instead.
+    """
+    nulls = 0
+    low: Any = None
+    high: Any = None
+    for statistics, rows in parts:
+        if statistics is None or not statistics.has_null_count or statistics.null_count > rows:
+            return None
+        nulls += statistics.null_count
+        if statistics.null_count == rows:
+            continue  # only nulls: no bounds to merge
+        if not statistics.has_min_max or _is_nan(statistics.min) or _is_nan(statistics.max):
+            return None  # a value the footer could not hold (e.g. a very long string), or NaN
+        if low is None or statistics.min < low:
+            low = statistics.min
+        if high is None or statistics.max > high:
+            high = statistics.max
+    return ColumnStats(min=to_stat(low), max=to_stat(high), null_count=nulls)
 
 
 def _is_nan(value: Any) -> bool:

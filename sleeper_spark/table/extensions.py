@@ -34,6 +34,8 @@ class MaintenanceJobs(Protocol):
 
     def vacuum(self, table: Table, older_than: timedelta, dry_run: bool) -> VacuumReport: ...
 
+    def repair_statistics(self, table: Table, spark: Any) -> Snapshot | None: ...
+
 
 _spark: SparkBridge | None = None
 _maintenance: MaintenanceJobs | None = None

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sleeper_spark.datafiles.pruning import prune_table
+from sleeper_spark.datafiles.stats_check import stats_mismatches
 from sleeper_spark.errors import CorruptLogError, SchemaMismatchError, StorageError
 from sleeper_spark.models import FileProblem, FileRef, TableSchema, VerifyReport
 from sleeper_spark.state import TableState
@@ -56,18 +57,23 @@ def read_file(store: ObjectStore, table_root: str, file: FileRef, schema: pa.Sch
         )
     wanted = pa.schema([schema.field(name) for name in (columns or schema.names)])
     try:
-        parquet = pq.ParquetFile(pa.BufferReader(data))
-        present = [name for name in wanted.names if name in parquet.schema_arrow.names]
-        table = parquet.read(columns=present)
-        for field in wanted:
-            if field.name not in table.column_names:
-                table = table.append_column(field, pa.nulls(table.num_rows, field.type))
-        table = table.select(wanted.names).cast(wanted)
+        table = _decode(data, wanted)
     except (pa.ArrowException, OSError, ValueError) as error:  # ValueError: also bad UTF-8 in metadata
         raise CorruptLogError(
             f"data file {store.uri(key)} cannot be read ({str(error).splitlines()[0]}); run table.verify()"
         ) from None
     return table.filter(filter) if filter is not None else table
+
+
+def _decode(data: bytes, wanted: pa.Schema) -> pa.Table:
+    """The columns ``wanted`` of a Parquet file's bytes; a column the file lacks reads as nulls."""
+    parquet = pq.ParquetFile(pa.BufferReader(data))
+    present = [name for name in wanted.names if name in parquet.schema_arrow.names]
+    table = parquet.read(columns=present)
+    for field in wanted:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select(wanted.names).cast(wanted)
 
 
 def _damage(data: bytes, file: FileRef) -> FileProblem | None:
@@ -111,14 +117,26 @@ def scan(store: ObjectStore, table_root: str, files: Sequence[FileRef], schema: 
 
 
 def verify_files(store: ObjectStore, table_root: str, files: Sequence[FileRef], version: int,
-                 progress: Callable[[int], None] | None = None) -> VerifyReport:
+                 progress: Callable[[int], None] | None = None,
+                 deep_schema: TableSchema | None = None) -> VerifyReport:
+    """Checks each file's presence, size and checksum; given the table's schema as ``deep_schema``,
+    also that each file's recorded row count, partition values and statistics hold for its rows."""
+
     def check(file: FileRef) -> FileProblem | None:
         key = join_key(table_root, file.path)
         try:
             data = store.get(key)
         except FileNotFoundError:
             return FileProblem(path=file.path, problem="missing", detail=store.uri(key))
-        return _damage(data, file)
+        damage = _damage(data, file)
+        if damage is not None or deep_schema is None:
+            return damage
+        try:
+            rows = _decode(data, deep_schema.to_arrow())
+        except (pa.ArrowException, OSError, ValueError) as error:
+            return FileProblem(path=file.path, problem="unreadable", detail=str(error).splitlines()[0])
+        mismatches = stats_mismatches(file, rows, deep_schema)
+        return FileProblem(path=file.path, problem="stats", detail="; ".join(mismatches)) if mismatches else None
 
     problems: list[FileProblem] = []
     for problem in _parallel(check, files):

@@ -192,10 +192,17 @@ class Table:
         self.read(spark, version=version).createOrReplaceTempView(view)
         return view
 
-    def verify(self, version: int | None = None) -> VerifyReport:
-        """Checks that every referenced file exists with its size and checksum."""
+    def verify(self, version: int | None = None, deep: bool = False) -> VerifyReport:
+        """Checks that every referenced file exists with its size and checksum.
+
+        ``deep=True`` also reads each file and recomputes its row count, partition values and
+        column statistics, and reports a file whose recorded ones do not hold for its rows
+        (problem ``"stats"``): pruning by them would skip rows. ``repair_statistics`` rewrites
+        such files.
+        """
         state = self.state(version)
-        return reading.verify_files(self.store, self.root, list(state.files.values()), state.version)
+        return reading.verify_files(self.store, self.root, list(state.files.values()), state.version,
+                                    deep_schema=state.schema if deep else None)
 
     # -- maintenance ---------------------------------------------------------------------
 
@@ -220,6 +227,11 @@ class Table:
     def delete_where(self, spark: Any, predicate: Any) -> Snapshot:
         """Deletes the rows matching ``predicate``: whole files where stats allow, else rewrites."""
         return maintenance_jobs().delete_where(self, spark, predicate)
+
+    def repair_statistics(self, spark: Any = None) -> Snapshot | None:
+        """Rewrites the files whose recorded statistics ``verify(deep=True)`` finds false, in one
+        ``compact`` snapshot (metadata ``{"repair": "statistics"}``); None when every file's hold."""
+        return maintenance_jobs().repair_statistics(self, spark)
 
     def vacuum(self, older_than: timedelta = timedelta(hours=24), dry_run: bool = False) -> VacuumReport:
         """Deletes files no retained version needs and that are older than ``older_than``."""

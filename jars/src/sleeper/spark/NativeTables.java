@@ -10,7 +10,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.MapType;
@@ -52,24 +51,30 @@ public final class NativeTables {
         // Data files keep their partition columns, so the data schema is the whole table; Spark
         // takes those columns' values from the index and reads the rest from the files.
         HadoopFsRelation relation = new HadoopFsRelation(index, partitionSchema, dataSchema, Option.empty(),
-                new ParquetFileFormat(), readOptions(dataSchema), spark);
+                new SleeperParquetFormat(), readOptions(dataSchema), spark);
         return spark.baseRelationToDataFrame(relation);
     }
 
     /**
      * Options for Spark's Parquet reader (they reach parquet-mr through the Hadoop conf).
      *
-     * <p>Footers that pyarrow writes keep NaN out of a float column's min/max, and parquet-mr's
-     * row-group filter then drops a row group whose NaN rows match ({@code x = NaN}, {@code x > 1}):
-     * plain {@code spark.read.parquet} gives wrong rows on such files. So for tables with float
-     * columns, row groups are not skipped by statistics; whole files still are, by the index,
-     * which knows about NaN.
+     * <p>parquet-mr's row-group and page filters get floats wrong: footers that pyarrow writes keep
+     * NaN out of a float column's min/max, so the statistics and column-index filters drop a row
+     * group whose NaN rows match ({@code x = NaN}, {@code x > 1}); and every one of its filters
+     * (statistics, column index, dictionary, bloom) compares doubles with {@code Double.compare}
+     * or {@code Double.equals}, for which -0.0 and 0.0 differ, so a row group holding -0.0 but not
+     * 0.0 is dropped for {@code d = 0.0} and {@code d = -0.0}. Plain {@code spark.read.parquet}
+     * gives wrong rows on such files. So for tables with float columns, parquet-mr skips no row
+     * group or page at all; whole files still are skipped, by the index, which compares floats
+     * the way Spark does.
      */
     private static scala.collection.immutable.Map<String, String> readOptions(StructType dataSchema) {
         scala.collection.immutable.HashMap<String, String> options = new scala.collection.immutable.HashMap<>();
         if (hasFloats(dataSchema)) {
             options = options.updated("parquet.filter.stats.enabled", "false")
-                    .updated("parquet.filter.columnindex.enabled", "false");
+                    .updated("parquet.filter.columnindex.enabled", "false")
+                    .updated("parquet.filter.dictionary.enabled", "false")
+                    .updated("parquet.filter.bloom.enabled", "false");
         }
         return options;
     }
