@@ -7,7 +7,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_root}"
 bash scripts/bootstrap.sh test
 bash scripts/install-test-servers.sh
-bash scripts/build-jar.sh --if-stale   # the JVM file index: Spark tests run the native path with it
+bash scripts/build-jar.sh --check      # the committed jar is exactly what jars/src builds to
 .venv/bin/ruff check sleeper_spark tests bench examples
 .venv/bin/mypy sleeper_spark
 # Two worker processes: much of the suite waits on servers, subprocesses and Spark, and the

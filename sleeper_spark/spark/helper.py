@@ -45,10 +45,10 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
         earlier = idempotent_repeat(state, app_id, app_version)
         if earlier is not None:
             return earlier  # an idempotent repeat: no job runs, nothing is staged
+    register_source(spark)  # every helper call leaves format("sleeper") usable in the session
     native = write_native(table, df, state, mode, metadata, app_id, app_version)
     if native is not None:
         return native
-    register_source(spark)
     write_id = new_write_id()
     write_options = {opt.WRITE_ID: write_id, **opt.metadata_option(metadata)}
     if app_id is not None and app_version is not None:
@@ -79,10 +79,10 @@ def read(table: Table, spark: Any, version: int | None, timestamp: datetime | No
     from sleeper_spark.spark.source import current_session_options, register_source, session_parallelism
 
     resolved = table.resolve_version(version, timestamp)  # typed errors before Spark is involved
+    register_source(spark)  # every helper call leaves format("sleeper") usable in the session
     native = read_native(table, spark, resolved)
     if native is not None:
         return native
-    register_source(spark)
     read_options = {opt.SCAN_GUARD: "true"}
     if resolved is not None:
         read_options[opt.VERSION_AS_OF] = str(resolved)

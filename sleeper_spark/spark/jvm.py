@@ -1,7 +1,8 @@
 """The JVM half of sleeper_spark: the jar, how a session gets it, and whether a session can use it.
 
-The jar (built from ``jars/src`` by ``scripts/build-jar.sh``) holds Spark's file index for a
-table version and ships inside this package. A session that has it, and whose Hadoop can open
+The jar holds Spark's file index for a table version and ships inside this package: it is
+built from ``jars/src`` by ``scripts/build-jar.sh`` and kept in the repository, so every wheel
+and sdist carries it. A session that has it, and whose Hadoop can open
 the warehouse's scheme, reads with Spark's own Parquet reader (the native path); any other
 session uses the ``sleeper`` Python data source, and says once at INFO how to get the fast path.
 """
@@ -36,8 +37,9 @@ def jar_path() -> str:
     jar = _JARS_DIR / f"sleeper-spark-{__version__}.jar"
     if not jar.is_file():
         raise ConfigError(
-            f"the sleeper_spark jar is missing ({jar}); in a source checkout run scripts/build-jar.sh, "
-            "else reinstall sleeper-spark"
+            f"the sleeper_spark jar is missing ({jar}): every wheel and sdist carries it, so the package "
+            "was installed incompletely; reinstall sleeper-spark (in a source checkout, scripts/build-jar.sh "
+            "rebuilds it)"
         )
     return str(jar)
 
