@@ -89,7 +89,8 @@ def _file_uri_path(location: str) -> str:
 class RetryPolicy(BaseModel):
     """Lode's four knobs for the commit loop: attempts, base delay, max delay, jitter.
 
-    The delay before attempt ``n + 1`` is ``d = min(max_delay, base_delay * 2**n)``, of which a
+    The delay after attempt ``n`` fails (before attempt ``n + 1``) is
+    ``d = min(max_delay, base_delay * 2**(n - 1))``: the first back-off is ``base_delay``. Of it a
     fraction ``jitter`` is random: ``d * (1 - jitter) + uniform(0, d * jitter)``. Full jitter
     (1.0) spreads racing writers best; the defaults let 8 processes appending in a tight loop
     all succeed.
@@ -199,6 +200,12 @@ class CatalogConfig(BaseModel):
             target[name] = value
         if "warehouse" not in fields:
             raise ConfigError("the 'warehouse' option is required (a local path or s3://bucket/prefix)")
+        return cls.of(**fields)
+
+    @classmethod
+    def of(cls, **fields: Any) -> CatalogConfig:
+        """A config from keyword settings; a setting that is unknown or of the wrong type is a
+        :class:`~sleeper_spark.errors.ConfigError` naming it, never pydantic's own error."""
         try:
             return cls.model_validate(fields)
         except ValidationError as error:

@@ -72,12 +72,43 @@ class CorruptLogError(SleeperSparkError):
     """A log entry, a spilled body or a state snapshot cannot be decoded."""
 
 
+class CorruptDataFileError(SleeperSparkError):
+    """A data file's bytes do not match the size and checksum the log recorded, or do not decode.
+
+    Nothing was read from it. ``table.verify()`` lists every such file; restore it from a
+    backup, or time-travel to a version without it.
+    """
+
+
+class MergeCardinalityError(SleeperSparkError):
+    """Two source rows of a merge match one target row; nothing was committed."""
+
+
 class LockHeldError(SleeperSparkError):
     """A lock is held by someone else."""
 
 
+class StaleIntentError(LockHeldError):
+    """An intent of another writer is older than the staleness bound: its writer probably crashed."""
+
+
 class StorageError(SleeperSparkError):
     """The object store or the log backend failed in a way that is not a conflict."""
+
+
+class TransactionNumberTakenError(SleeperSparkError):
+    """Another writer appended this transaction number first: catch up and try the next one.
+
+    The commit loop handles it; it reaches user code only from a transaction log used directly.
+    """
+
+
+class AppendOutcomeUnknownError(StorageError):
+    """A log append may or may not have landed (a lost response, a timeout)."""
+
+
+class LogThrottledError(StorageError):
+    """The log backend asked us to slow down; the request did not land and may be retried."""
 
 
 class PreconditionFailedError(StorageError):
@@ -93,22 +124,28 @@ class WriteOutcomeUnknownError(StorageError):
 
 
 __all__ = [
+    "AppendOutcomeUnknownError",
     "CommitConflictError",
     "CommitFailedError",
     "CommitStateUnknownError",
     "ConfigError",
+    "CorruptDataFileError",
     "CorruptLogError",
     "InvalidTableNameError",
     "LockHeldError",
+    "LogThrottledError",
+    "MergeCardinalityError",
     "NoSnapshotsError",
     "PathExistsError",
     "PreconditionFailedError",
     "SchemaMismatchError",
     "SleeperSparkError",
     "SnapshotNotFoundError",
+    "StaleIntentError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
+    "TransactionNumberTakenError",
     "WarehouseNotFoundError",
     "WriteOutcomeUnknownError",
 ]

@@ -19,16 +19,15 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from sleeper_spark.config import StoreRetryPolicy
-from sleeper_spark.errors import StorageError
-from sleeper_spark.log.dynamodb_log_tables import NUMBER, TABLE_ID
-from sleeper_spark.log.dynamodb_requests import DynamoDBTableAccess, Item, Unanswered, mapped_errors
-from sleeper_spark.log.transaction_log import (
+from sleeper_spark.errors import (
     AppendOutcomeUnknownError,
-    LogRecord,
     LogThrottledError,
-    TransactionLog,
+    StorageError,
     TransactionNumberTakenError,
 )
+from sleeper_spark.log.dynamodb_log_tables import NUMBER, TABLE_ID
+from sleeper_spark.log.dynamodb_requests import DynamoDBTableAccess, Item, Unanswered, mapped_errors
+from sleeper_spark.log.transaction_log import LogRecord, TransactionLog
 from sleeper_spark.models.dynamodb_items import AttributeValue, TransactionItem, attribute_value, plain_values
 from sleeper_spark.storage.aws import error_code
 from sleeper_spark.storage.retry import FailureKind, StoreRetries

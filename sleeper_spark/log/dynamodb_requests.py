@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sleeper_spark.config import StoreRetryPolicy
-from sleeper_spark.errors import StorageError
-from sleeper_spark.log.transaction_log import LogThrottledError
+from sleeper_spark.errors import LogThrottledError, StorageError
 from sleeper_spark.models.dynamodb_items import DynamoDBItem, plain_values
 from sleeper_spark.storage.aws import describe, error_code, failure_kind
 from sleeper_spark.storage.retry import FailureKind, StoreRetries

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from sleeper_spark.config import StoreRetryPolicy
-from sleeper_spark.errors import CorruptLogError, StorageError, TableAlreadyExistsError
+from sleeper_spark.errors import CorruptLogError, LogThrottledError, StorageError, TableAlreadyExistsError
 from sleeper_spark.log.dynamodb_log_tables import NUMBER, TABLE_ID
 from sleeper_spark.log.dynamodb_requests import DynamoDBTableAccess, Unanswered, mapped_errors
 from sleeper_spark.log.registry import TableEntry, TableRegistry
 from sleeper_spark.log.state_snapshots import StatePointer
-from sleeper_spark.log.transaction_log import LogThrottledError
 from sleeper_spark.models.dynamodb_items import (
     CATALOG_ENTRY_KIND,
     CatalogEntryItem,

@@ -10,11 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-from sleeper_spark.log.transaction_log import (
-    LogRecord,
-    TransactionLog,
-    TransactionNumberTakenError,
-)
+from sleeper_spark.errors import TransactionNumberTakenError
+from sleeper_spark.log.transaction_log import LogRecord, TransactionLog
 
 Hook = Callable[[], None]
 

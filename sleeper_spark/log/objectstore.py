@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sleeper_spark.errors import PathExistsError, PreconditionFailedError, WriteOutcomeUnknownError
-from sleeper_spark.layout import log_entry_key, log_entry_number, log_prefix
-from sleeper_spark.log.transaction_log import (
+from sleeper_spark.errors import (
     AppendOutcomeUnknownError,
-    LogRecord,
-    TransactionLog,
+    PathExistsError,
+    PreconditionFailedError,
     TransactionNumberTakenError,
+    WriteOutcomeUnknownError,
 )
+from sleeper_spark.layout import log_entry_key, log_entry_number, log_prefix
+from sleeper_spark.log.transaction_log import LogRecord, TransactionLog
 from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
 

@@ -11,9 +11,9 @@ import json
 from abc import ABC, abstractmethod
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sleeper_spark.errors import PathExistsError, TableAlreadyExistsError
+from sleeper_spark.errors import CorruptLogError, PathExistsError, TableAlreadyExistsError
 from sleeper_spark.layout import CATALOG_DIR, registry_key
 from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
@@ -62,10 +62,19 @@ class ObjectStoreTableRegistry(TableRegistry):
             raise TableAlreadyExistsError(f"table {entry.name!r} exists already") from None
 
     def lookup(self, name: str) -> TableEntry | None:
+        key = self._key(name)
         try:
-            return TableEntry.model_validate(json.loads(self._store.get(self._key(name))))
+            data = self._store.get(key)
         except FileNotFoundError:
             return None
+        try:
+            return TableEntry.model_validate(json.loads(data))
+        except (ValueError, ValidationError) as error:  # ValueError: JSON and UTF-8 errors
+            raise CorruptLogError(
+                f"the catalog entry of table {name!r} ({self._store.uri(key)}) cannot be read: "
+                f"{str(error).splitlines()[0]}; restore it from a backup (a small JSON file: the table's name, id "
+                "and folder)"
+            ) from None
 
     def names(self) -> list[str]:
         prefix = CATALOG_DIR + "/"

@@ -25,20 +25,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sleeper_spark.errors import SleeperSparkError, StorageError
-
-
-class TransactionNumberTakenError(SleeperSparkError):
-    """Another writer appended this number first: catch up and try the next one."""
-
-
-class AppendOutcomeUnknownError(StorageError):
-    """The append may or may not have landed (a lost response, a timeout)."""
-
-
-class LogThrottledError(StorageError):
-    """The backend asked us to slow down; the request did not land and may be retried."""
-
 
 @dataclass(frozen=True)
 class LogRecord:

@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from sleeper_spark.config import StoreRetryPolicy
-from sleeper_spark.errors import LockHeldError
+from sleeper_spark.errors import LockHeldError, StaleIntentError
 from sleeper_spark.layout import INTENT_MARK
 from sleeper_spark.models.lock_files import HeldLockKind, IntentBody, LockFileBody, LockOwner
 from sleeper_spark.storage.base import ObjectInfo, ObjectStore
@@ -47,7 +47,6 @@ from sleeper_spark.storage.put_and_verify import (
     GuardedWrite,
     Listing,
     PutAndVerifySettings,
-    StaleIntentError,
     exclusive_write,
     own_target_intents,
     utc_now,

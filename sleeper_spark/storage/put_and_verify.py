@@ -64,17 +64,13 @@ from datetime import datetime, timezone
 from typing import Literal
 
 from sleeper_spark.config import StoreRetryPolicy
-from sleeper_spark.errors import LockHeldError, StorageError, WriteOutcomeUnknownError
+from sleeper_spark.errors import LockHeldError, StaleIntentError, StorageError, WriteOutcomeUnknownError
 from sleeper_spark.layout import INTENT_MARK
 from sleeper_spark.models.lock_files import IntentBody
 from sleeper_spark.storage.base import ObjectInfo
 from sleeper_spark.storage.store_steps import DeleteOp, HeadOp, ListOp, PutOp, SleepOp, Steps
 
 log = logging.getLogger(__name__)
-
-
-class StaleIntentError(LockHeldError):
-    """An intent of another writer is older than the staleness bound: its writer probably crashed."""
 
 
 # -- what a write sees -----------------------------------------------------------------------
@@ -243,7 +239,8 @@ def _fail_if_stale(
         raise StaleIntentError(
             f"{target}: intent file(s) {_describe(stale, reference)} are older than {settings.stale_after_s:.0f}s, "
             "probably left by a writer that crashed; once no writer of it is running, remove them with "
-            "PutAndVerifyConditionalWrites.break_stale_intents (or `sleeper-spark lock break`)"
+            "PutAndVerifyConditionalWrites.break_stale_intents(key) (see docs/conditional-writes.md; "
+            "`sleeper-spark lock break` removes maintenance locks, not intents)"
         )
 
 

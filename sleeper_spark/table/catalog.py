@@ -54,14 +54,14 @@ class Catalog:
     @classmethod
     def local(cls, warehouse: str, **settings: Any) -> Catalog:
         """The embedded default: data, log and state snapshots on the local disk."""
-        return cls(CatalogConfig(catalog="local", warehouse=str(warehouse), **settings))
+        return cls(CatalogConfig.of(catalog="local", warehouse=str(warehouse), **settings))
 
     @classmethod
     def aws(cls, warehouse: str, transactions_table: str = "sleeper-transactions",
             snapshots_table: str = "sleeper-snapshots", region: str | None = None, endpoint_url: str | None = None,
             s3_endpoint_url: str | None = None, dynamodb_endpoint_url: str | None = None, **settings: Any) -> Catalog:
         """Data and state snapshots on S3; the log and pointers in DynamoDB."""
-        return cls(CatalogConfig(catalog="aws", warehouse=warehouse, transactions_table=transactions_table,
+        return cls(CatalogConfig.of(catalog="aws", warehouse=warehouse, transactions_table=transactions_table,
                                  snapshots_table=snapshots_table, region=region, endpoint_url=endpoint_url,
                                  s3_endpoint_url=s3_endpoint_url, dynamodb_endpoint_url=dynamodb_endpoint_url,
                                  **settings))
@@ -71,9 +71,9 @@ class Catalog:
                      lock_table: str | None = None, dynamodb_endpoint_url: str | None = None,
                      region: str | None = None, **settings: Any) -> Catalog:
         """Everything, the log included, on one object store."""
-        return cls(CatalogConfig(catalog="object_store", warehouse=uri, endpoint_url=endpoint_url,
-                                 conditional_writes=conditional_writes, lock_table=lock_table,
-                                 dynamodb_endpoint_url=dynamodb_endpoint_url, region=region, **settings))
+        return cls(CatalogConfig.of(catalog="object_store", warehouse=uri, endpoint_url=endpoint_url,
+                                    conditional_writes=conditional_writes, lock_table=lock_table,
+                                    dynamodb_endpoint_url=dynamodb_endpoint_url, region=region, **settings))
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> Catalog:

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from sleeper_spark.datafiles.pruning import prune_table
 from sleeper_spark.datafiles.stats_check import stats_mismatches
-from sleeper_spark.errors import CorruptLogError, SchemaMismatchError, StorageError
+from sleeper_spark.errors import CorruptDataFileError, SchemaMismatchError, StorageError
 from sleeper_spark.models import FileProblem, FileRef, TableSchema, VerifyReport
 from sleeper_spark.state import TableState
 from sleeper_spark.storage import ObjectStore, join_key
@@ -40,7 +40,7 @@ def read_file(store: ObjectStore, table_root: str, file: FileRef, schema: pa.Sch
     """One data file as the table's schema (files written before a column was added lack it).
 
     The bytes are checked against the file's recorded size and checksum before they are decoded:
-    a damaged file fails the read with :class:`CorruptLogError` naming it, instead of yielding
+    a damaged file fails the read with :class:`CorruptDataFileError` naming it, instead of yielding
     wrong rows (a flipped bit in a Parquet page often decodes without error), and compaction,
     which reads through here too, never rewrites damage into a new, valid-looking file.
     """
@@ -51,7 +51,7 @@ def read_file(store: ObjectStore, table_root: str, file: FileRef, schema: pa.Sch
         raise StorageError(f"data file {store.uri(key)} is missing; run table.verify() for a full report") from None
     damage = _damage(data, file)
     if damage is not None:
-        raise CorruptLogError(
+        raise CorruptDataFileError(
             f"data file {store.uri(key)} is damaged ({damage.problem}: {damage.detail}); nothing was read from it. "
             "Run table.verify() for a full report, and restore the file from a backup"
         )
@@ -59,7 +59,7 @@ def read_file(store: ObjectStore, table_root: str, file: FileRef, schema: pa.Sch
     try:
         table = _decode(data, wanted)
     except (pa.ArrowException, OSError, ValueError) as error:  # ValueError: also bad UTF-8 in metadata
-        raise CorruptLogError(
+        raise CorruptDataFileError(
             f"data file {store.uri(key)} cannot be read ({str(error).splitlines()[0]}); run table.verify()"
         ) from None
     return table.filter(filter) if filter is not None else table

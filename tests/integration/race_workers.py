@@ -18,12 +18,16 @@ from queue import Empty
 from typing import Any
 
 from sleeper_spark.config import CatalogConfig
-from sleeper_spark.errors import PathExistsError, PreconditionFailedError, TableAlreadyExistsError
+from sleeper_spark.errors import (
+    PathExistsError,
+    PreconditionFailedError,
+    TableAlreadyExistsError,
+    TransactionNumberTakenError,
+)
 from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.dynamodb_log_tables import ensure_tables
 from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import TableEntry
-from sleeper_spark.log.transaction_log import TransactionNumberTakenError
 from sleeper_spark.storage.aws import make_client
 from sleeper_spark.storage.s3 import S3ObjectStore
 from tests.fixtures.processes import racing_context

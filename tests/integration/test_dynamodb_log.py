@@ -15,19 +15,20 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from sleeper_spark.config import CatalogConfig, StoreRetryPolicy
-from sleeper_spark.errors import ConfigError, StorageError, TableAlreadyExistsError
+from sleeper_spark.errors import (
+    AppendOutcomeUnknownError,
+    ConfigError,
+    LogThrottledError,
+    StorageError,
+    TableAlreadyExistsError,
+    TransactionNumberTakenError,
+)
 from sleeper_spark.log.aws_catalog_backend import AwsBackend
 from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.dynamodb_log_tables import ensure_tables
 from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import TableEntry
-from sleeper_spark.log.transaction_log import (
-    AppendOutcomeUnknownError,
-    LogRecord,
-    LogThrottledError,
-    TransactionLog,
-    TransactionNumberTakenError,
-)
+from sleeper_spark.log.transaction_log import LogRecord, TransactionLog
 from sleeper_spark.storage.aws import make_client
 from tests.contract.log_contract import LogFactory, TransactionLogContract
 from tests.integration.race_workers import (

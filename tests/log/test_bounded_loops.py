@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from sleeper_spark.config import StoreRetryPolicy
-from sleeper_spark.errors import PreconditionFailedError, StorageError
+from sleeper_spark.errors import LogThrottledError, PreconditionFailedError, StorageError
 from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer
-from sleeper_spark.log.transaction_log import LogThrottledError
 from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites
 
 RUNAWAY = 10_000

@@ -7,7 +7,7 @@ metadata types, a corrupt state snapshot or log entry); this adds:
 * more metadata that is not ``str -> str``, and valid but extreme metadata: NUL, 1 KB keys, and
   a 250 KB value, which spills the transaction body (over DynamoDB's item limit otherwise);
 * a truncated or bit-flipped data file: verify reports it, and a scan or a compaction fails with
-  ``CorruptLogError`` naming the file -- never wrong rows, never an untyped error;
+  ``CorruptDataFileError`` naming the file -- never wrong rows, never an untyped error;
 * a state-snapshot pointer whose file was deleted: a warning, then an older state snapshot or
   the log, and the table keeps working;
 * a damaged or missing spilled body: ``CorruptLogError`` naming the table and the transaction.
@@ -144,12 +144,12 @@ def test_a_damaged_data_file_is_reported_and_never_read(catalog: ss.Catalog, how
     fresh = reopen(catalog)
     report = fresh.verify()
     assert [(p.path, p.problem) for p in report.problems] == [(victim.path, "size" if how == "truncated" else "checksum")]
-    with pytest.raises(ss.CorruptLogError, match=victim.path.rsplit("/", 1)[1]) as raised:
+    with pytest.raises(ss.CorruptDataFileError, match=victim.path.rsplit("/", 1)[1]) as raised:
         fresh.scan()
     assert store.uri(key) in str(raised.value)
     # The undamaged partition still reads; a compaction of the damaged one refuses to launder it
     assert fresh.scan(filter=pc.field("day") == "d1").num_rows == 5
-    with pytest.raises(ss.CorruptLogError, match=victim.path.rsplit("/", 1)[1]):
+    with pytest.raises(ss.CorruptDataFileError, match=victim.path.rsplit("/", 1)[1]):
         fresh.compact()
     assert reopen(catalog).files() == fresh.files()
 
@@ -168,7 +168,7 @@ def test_no_single_flipped_byte_anywhere_yields_rows_or_an_untyped_error(local_c
         flipped = bytearray(original)
         flipped[position] ^= 1 << (position % 8)
         store.put(key, bytes(flipped))
-        with pytest.raises(ss.CorruptLogError, match="is damaged"):
+        with pytest.raises(ss.CorruptDataFileError, match="is damaged"):
             table.scan()
     store.put(key, original)
     assert table.scan().equals(events(0, 0, rows=50))
@@ -184,7 +184,7 @@ def test_a_data_file_replaced_by_other_valid_parquet_is_refused(catalog: ss.Cata
     other.write(events(7, 7, rows=4))
     (impostor,) = other.files()
     store.put(f"events/{file.path}", store.get(f"other/{impostor.path}"))
-    with pytest.raises(ss.CorruptLogError, match="checksum"):
+    with pytest.raises(ss.CorruptDataFileError, match="checksum"):
         reopen(catalog).scan()
 
 

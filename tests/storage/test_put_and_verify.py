@@ -11,12 +11,12 @@ from sleeper_spark.errors import (
     LockHeldError,
     PathExistsError,
     PreconditionFailedError,
+    StaleIntentError,
     StorageError,
     WriteOutcomeUnknownError,
 )
 from sleeper_spark.storage.put_and_verify import (
     PutAndVerifySettings,
-    StaleIntentError,
     intent_key,
     is_intent_of,
     normal_etag,
