@@ -2,8 +2,9 @@
 
 sleeper_spark never needs them (it reads and writes S3 with boto3); they matter only to people
 who read a version's files with ``spark.read.parquet`` on a Spark distribution that lacks
-``hadoop-aws``. ``jars/manifest.json`` lists them with their Maven Central paths, sizes and
-SHA-256 checksums. Each JAR is streamed to a temporary file next to its destination, checked,
+``hadoop-aws``. ``jars/manifest.json`` lists them with their Maven Central paths, and
+has fields for each one's size and SHA-256 checksum (``null`` in the shipped manifest: record the
+values you trust there). Each JAR is streamed to a temporary file next to its destination, checked,
 and renamed into place, so a JAR under its final name is always complete. A JAR whose checksum
 the manifest does not know is refused unless ``--allow-unverified`` (an unverified JAR on
 Spark's classpath runs with the job's credentials), and is then downloaded again on every run,

@@ -1,4 +1,7 @@
-"""Catch-up, validate, conditional append, retry: the only package that loops or sleeps."""
+"""Catch-up, validate, conditional append, retry: the only package that loops over commit attempts.
+
+Single store and log calls retry on their own, under the one store policy (``storage/retry.py``).
+"""
 
 from sleeper_spark.commit.entries import LogEntry
 from sleeper_spark.commit.head import (

@@ -2,7 +2,7 @@
 
 This is the only place that loops over commit attempts (Sleeper's ``TransactionLogHead``)::
 
-    state = cached state if read recently, else catch_up()
+    state = the state held, if caught up recently (no read), else catch_up()
     loop (attempts, base delay, max delay, jitter):
         validate(txn, state)                             # a conflict no retry can fix -> raise
         transaction_log.append(state.version + 1, txn)   # one conditional put

@@ -260,3 +260,23 @@ def test_a_retried_big_commit_writes_its_body_once(table: ss.Table, memory_backe
     assert snapshot.version == 4
     assert len(list(memory_backend.store.list("events/_log/bodies/"))) == 1
     assert rival(memory_backend).latest() == snapshot
+
+
+def test_the_back_off_doubles_from_the_base_delay_as_the_docs_say() -> None:
+    # Given the commit policy without jitter, and a loop that loses every attempt
+    from sleeper_spark.commit.retry import RetryCommit, commit_retrying
+    from sleeper_spark.config import RetryPolicy
+
+    waits: list[float] = []
+    policy = RetryPolicy(max_attempts=6, base_delay_s=0.01, max_delay_s=0.05, jitter=0.0)
+    retrying = commit_retrying(policy, "t", waits.append)
+
+    # When every attempt asks for another
+    def attempt() -> None:
+        raise RetryCommit("lost")
+
+    with pytest.raises(Exception):  # noqa: B017  tenacity's RetryError once attempts run out
+        retrying(attempt)
+
+    # Then the back-off after attempt n is min(max_delay, base_delay * 2**(n - 1))
+    assert waits == pytest.approx([0.01, 0.02, 0.04, 0.05, 0.05])
