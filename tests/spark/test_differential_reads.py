@@ -139,7 +139,8 @@ def test_a_null_heavy_row_group_of_a_spark_file_keeps_its_values(spark: SparkSes
     # Then reads, scans and deletes find the small values
     assert catalog.read(spark, "t").where("x < 1000").count() == 100
     assert table.scan(filter=pa.compute.field("x") < 1000).num_rows == 100
-    assert table.delete_where(spark, pa.compute.field("x") < 1000).rows_removed == 100
+    deleted = table.delete_where(spark, pa.compute.field("x") < 1000)
+    assert deleted.rows_removed - deleted.rows_added == 100  # the file is rewritten without them
     assert table.scan().num_rows == 1900
 
 
