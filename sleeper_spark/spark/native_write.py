@@ -3,11 +3,16 @@
 Spark writes into a directory no other write uses, ``data/spark-<write id>/``, with
 ``partitionBy`` on a hidden column, a hash of the partition values: the data files keep every
 table column, as the Python writer's do, so each reader (Spark's, the Python source,
-``t.scan()``, compaction) reads them alike, and the driver takes each file's partition values
-from its footer. The driver then lists the new ``*.parquet`` files (``_SUCCESS``
-and other files Spark leaves are removed), reads each once, on a few threads, for its SHA-256
-and footer (:mod:`sleeper_spark.spark.footers`), and commits through ``Table.commit_files``
-like every other write.
+``t.scan()``, compaction) reads them alike.
+
+The files describe themselves where they are written: the write goes through the jar's
+``SleeperParquetFormat``, whose writer counts each file's rows and column statistics as the rows
+go by and reads the closed file back, in the same task, for its size and SHA-256
+(:mod:`sleeper_spark.spark.write_facts`). The facts reach the driver through an accumulator,
+which Spark updates once per successful task, so a retried or speculative attempt adds nothing.
+The driver then commits through ``Table.commit_files`` like every other write: it lists no
+folder and reads no data file, except a file whose task could not read it back (a committer
+that publishes files only when the job commits), which it reads once for its size and checksum.
 
 A job that fails commits nothing, and its directory is deleted (best effort). A driver killed
 mid-job leaves files that no version refers to: vacuum removes them after its retention.
@@ -24,9 +29,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleeper_spark.layout import spark_write_dir
 from sleeper_spark.models import FileRef, Snapshot
-from sleeper_spark.spark.footers import file_ref
+from sleeper_spark.spark.footers import file_ref as footer_file_ref
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import native_types
+from sleeper_spark.spark.write_facts import FileFacts, parse_facts
+from sleeper_spark.spark.write_facts import file_ref as facts_file_ref
 from sleeper_spark.state import TableState
 from sleeper_spark.storage import join_key
 from sleeper_spark.table.writes import new_write_id
@@ -37,6 +44,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HIDDEN_COLUMN = "__sleeper_partition"
+FORMAT_CLASS = "sleeper.spark.SleeperParquetFormat"  # Spark's Parquet format, each file describing itself
+FACTS_OPTION = "sleeper.facts.accumulator"  # SleeperParquetFormat.FACTS_OPTION
+_SUCCESS_MARKER = "mapreduce.fileoutputcommitter.marksuccessfuljobs"  # no _SUCCESS file to remove afterwards
 _FOOTER_THREADS = 8
 _TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
 T = TypeVar("T")
@@ -56,9 +66,12 @@ def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: 
         return None
     write_id = new_write_id()
     write_dir = spark_write_dir(write_id)
+    target = f"{root.rstrip('/')}/{write_dir}"
+    facts = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")
     try:
-        _run_job(spark, df, state, f"{root.rstrip('/')}/{write_dir}")
-        files = staged_files(table, write_dir, state)
+        _run_job(spark, df, state, target, str(facts.id()))
+        files = described_files(table, parse_facts(entry.takeFacts(facts), write_dir), state,
+                                local=target.startswith("file:"))
     except BaseException:
         _remove(table, write_dir)
         raise
@@ -67,7 +80,7 @@ def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: 
     return result.snapshot
 
 
-def _run_job(spark: Any, df: Any, state: TableState, target: str) -> None:
+def _run_job(spark: Any, df: Any, state: TableState, target: str, facts_id: str) -> None:
     from pyspark.sql import functions as F
 
     columns = [F.col(_quoted(name)) for name in state.schema.names]
@@ -75,16 +88,17 @@ def _run_job(spark: Any, df: Any, state: TableState, target: str) -> None:
     if partitioned:
         # One directory per partition value, named by a hash of the values: Spark's own directory
         # names fail on long values (a file name has 255 bytes) and the values themselves are in
-        # the files, where the driver reads them. The null flags keep (null, "a") and ("a", null)
+        # the files, whose writers report them. The null flags keep (null, "a") and ("a", null)
         # apart, since the hash skips nulls.
         parts = [F.col(_quoted(name)) for name in state.partition_by]
         key = F.xxhash64(*[c for part in parts for c in (part, part.isNull())])
         columns.append(key.alias(HIDDEN_COLUMN))
-    writer = df.select(*columns).write.mode("errorifexists")
+    writer = (df.select(*columns).write.mode("errorifexists").format(FORMAT_CLASS)
+              .option(FACTS_OPTION, facts_id).option(_SUCCESS_MARKER, "false"))
     if partitioned:
         writer = writer.partitionBy(HIDDEN_COLUMN)
     with _micros_timestamps(spark, any(f.type.name == "timestamp" for f in state.schema.fields)):
-        writer.parquet(target)
+        writer.save(target)
 
 
 def _quoted(name: str) -> str:
@@ -119,26 +133,28 @@ def _micros_timestamps(spark: Any, needed: bool) -> Iterator[None]:
                 spark.conf.set(_TIMESTAMP_CONF, _timestamp_before)
 
 
-def staged_files(table: Table, write_dir: str, state: TableState) -> list[FileRef]:
-    """FileRefs of the data files Spark wrote under ``write_dir``; every other file there is removed."""
-    prefix = join_key(table.root, write_dir)
-    keys = [info.key for info in table.store.list(prefix + "/")]
-    data = [key for key in keys if _is_data_file(key)]
-    _delete(table, [key for key in keys if not _is_data_file(key)])
-    cut = len(table.root.strip("/")) + 1
+def described_files(table: Table, facts: list[FileFacts], state: TableState, local: bool) -> list[FileRef]:
+    """FileRefs of the files a write's tasks described; empty files are removed.
 
-    def one(key: str) -> FileRef:
-        return file_ref(table.store.get(key), key[cut:], state.schema, state.partition_by, table.name)
+    A file its task could not read back is read here, once, for its size, checksum and footer.
+    On the local disk, Hadoop leaves a ``.<name>.crc`` beside each file: removed by name.
+    """
+    def read(fact: FileFacts) -> FileRef:
+        data = table.store.get(join_key(table.root, fact.path))
+        return footer_file_ref(data, fact.path, state.schema, state.partition_by, table.name)
 
-    files = _parallel(one, data)
-    empty = [join_key(table.root, f.path) for f in files if f.row_count == 0]
-    _delete(table, empty)  # Spark writes an empty file for an empty input; the Python writer writes none
-    return sorted((f for f in files if f.row_count > 0), key=lambda f: f.path)
+    written = [f for f in facts if f.rows > 0]
+    files = [facts_file_ref(f, state.schema, state.partition_by, table.name) for f in written if f.described]
+    files += _parallel(read, [f for f in written if not f.described])
+    empty = [join_key(table.root, f.path) for f in facts if f.rows == 0]
+    crc = [join_key(table.root, _crc_name(f.path)) for f in facts] if local else []
+    _delete(table, empty + crc)  # Spark writes an empty file for an empty input; the Python writer writes none
+    return sorted(files, key=lambda f: f.path)
 
 
-def _is_data_file(key: str) -> bool:
-    name = key.rsplit("/", 1)[-1]
-    return name.endswith(".parquet") and not name.startswith((".", "_")) and "/_temporary/" not in key
+def _crc_name(path: str) -> str:
+    folder, _, name = path.rpartition("/")
+    return f"{folder}/.{name}.crc"
 
 
 def _parallel(work: Callable[[T], R], items: Sequence[T]) -> list[R]:

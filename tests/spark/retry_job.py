@@ -1,6 +1,7 @@
 """Run by test_failures.py in its own process: a write whose first attempt of one task fails.
 
-Retrying a task needs ``spark.task.maxFailures`` > 1, which a local master takes from its
+The third argument chooses the writer: "native" (Spark's Parquet writer, the jar's facts) or
+"python" (the Python data source). Retrying a task needs ``spark.task.maxFailures`` > 1, which a local master takes from its
 ``local[N,F]`` form when the JVM starts; a process can start only one JVM, hence the script.
 Prints one JSON line: the committed snapshot and what the table holds afterwards.
 """
@@ -31,10 +32,11 @@ def fails_once(value: int) -> int:
     return value
 
 
-def main(warehouse: str, log4j: str) -> None:
+def main(warehouse: str, log4j: str, path: str) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable  # read when the JVM starts its Python workers
     os.environ["SLEEPER_TEST_INJECTED"] = os.path.join(os.path.dirname(warehouse), "injected")
-    spark = (SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false")
+    builder = ss.configure_spark(SparkSession.builder) if path == "native" else SparkSession.builder
+    spark = (builder.master("local[2,2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
              .getOrCreate())
@@ -53,4 +55,4 @@ def main(warehouse: str, log4j: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3])

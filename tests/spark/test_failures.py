@@ -48,16 +48,20 @@ def test_a_failing_job_commits_nothing(spark: SparkSession, catalog: ss.Catalog)
 
 
 @pytest.mark.slow
-def test_a_retried_task_commits_each_row_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_a_retried_task_commits_each_row_once(tmp_path: Path, path: str) -> None:
+    # A task fails after its writer has written rows; its retry succeeds. Only the committed
+    # attempt's files (and, natively, only its reported facts) enter the commit.
     log4j = quiet_log4j2(tmp_path)
     warehouse = tmp_path / "warehouse"
-    run = subprocess.run([sys.executable, str(HERE / "retry_job.py"), str(warehouse), str(log4j)],
+    run = subprocess.run([sys.executable, str(HERE / "retry_job.py"), str(warehouse), str(log4j), path],
                          capture_output=True, text=True, timeout=300, cwd=HERE.parents[1])
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tmp_path / "injected").read_text().count("injected failure") == 1  # the failure did happen, once
     result = json.loads(run.stdout.strip().splitlines()[-1])
 
     assert result["versions"] == [2] and result["version"] == 2
+    assert all(("/spark-" in f) == (path == "native") for f in result["files"])  # the writer asked for
     assert result["rows_added"] == result["rows"] == result["distinct"] == 200_000
     assert (result["min"], result["max"]) == (0, 199_999)
     catalog = ss.Catalog.local(str(warehouse))

@@ -19,6 +19,8 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.util.AccumulatorContext;
+import org.apache.spark.util.CollectionAccumulator;
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -116,6 +118,20 @@ public final class NativeTables {
         } catch (IOException | RuntimeException | LinkageError error) {
             return false;
         }
+    }
+
+    /** A new accumulator for the facts of a write's files (see {@link SleeperParquetFormat#FACTS_OPTION}). */
+    public static CollectionAccumulator<String> factsAccumulator(SparkSession spark, String name) {
+        CollectionAccumulator<String> facts = new CollectionAccumulator<>();
+        spark.sparkContext().register(facts, name);
+        return facts;
+    }
+
+    /** The facts the successful tasks added, one JSON object a line, and forgets the accumulator. */
+    public static String takeFacts(CollectionAccumulator<String> facts) {
+        String lines = String.join("\n", facts.value());
+        AccumulatorContext.remove(facts.id());
+        return lines;
     }
 
     /** The version of this jar, so that the Python side can refuse a stale one. */

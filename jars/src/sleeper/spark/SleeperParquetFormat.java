@@ -6,8 +6,12 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.TaskAttemptContext;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.execution.datasources.OutputWriter;
+import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.sources.And;
@@ -22,14 +26,25 @@ import org.apache.spark.sql.sources.LessThanOrEqual;
 import org.apache.spark.sql.sources.Not;
 import org.apache.spark.sql.sources.Or;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.AccumulatorContext;
+import org.apache.spark.util.AccumulatorV2;
+import org.apache.spark.util.CollectionAccumulator;
 import scala.Function1;
+import scala.Option;
 import scala.collection.Iterator;
 import scala.collection.immutable.Map;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * Spark's Parquet format, handing parquet-mr only the pushed filters it evaluates correctly.
+ * Spark's Parquet format, as sleeper_spark reads and writes it.
+ *
+ * <p>Writing: given the option {@value #FACTS_OPTION} (the id of a driver's
+ * {@code CollectionAccumulator<String>}), each file is written by a {@link FactsOutputWriter},
+ * which describes it into that accumulator, so that the driver learns every committed file's
+ * facts without listing or reading anything. Without the option it writes as Spark does.
+ *
+ * <p>Reading: it hands parquet-mr only the pushed filters that parquet-mr evaluates correctly.
  *
  * <p>Spark pushes a date or timestamp literal down as a {@code java.sql.Date} or {@code Timestamp}
  * (the hybrid Julian calendar) and parquet-mr's filters turn it back into days or microseconds.
@@ -39,7 +54,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * before 1900, are kept from parquet-mr; the rest of a conjunction still goes. Every data filter
  * is evaluated again on each row Spark reads, so handing parquet-mr less only skips less.
  */
-final class SleeperParquetFormat extends ParquetFileFormat {
+public final class SleeperParquetFormat extends ParquetFileFormat {
+    /** The write option naming the accumulator (its id) that collects the facts of each file. */
+    public static final String FACTS_OPTION = "sleeper.facts.accumulator";
     private static final long serialVersionUID = 1L;
     /** 1900-01-01T00:00:00Z less a day, in milliseconds since the epoch: a margin for time zones. */
     private static final long OLDEST_EXACT_MILLIS = -2_209_075_200_000L;
@@ -51,6 +68,46 @@ final class SleeperParquetFormat extends ParquetFileFormat {
             Seq<Filter> filters, Map<String, String> options, Configuration hadoopConf) {
         return super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
                 exactFilters(filters), options, hadoopConf);
+    }
+
+    @Override
+    public OutputWriterFactory prepareWrite(SparkSession sparkSession, Job job, Map<String, String> options,
+                                            StructType dataSchema) {
+        OutputWriterFactory parquet = super.prepareWrite(sparkSession, job, options, dataSchema);
+        Option<String> id = options.get(FACTS_OPTION);
+        if (id.isEmpty()) {
+            return parquet;
+        }
+        Option<AccumulatorV2<?, ?>> found = AccumulatorContext.get(Long.parseLong(id.get()));
+        if (found.isEmpty() || !(found.get() instanceof CollectionAccumulator<?>)) {
+            throw new IllegalArgumentException("no collection accumulator with id " + id.get() + " on the driver");
+        }
+        @SuppressWarnings("unchecked")
+        CollectionAccumulator<String> facts = (CollectionAccumulator<String>) found.get();
+        return new FactsWriterFactory(parquet, facts);
+    }
+
+    /** Spark's Parquet writers, each wrapped so that it describes its file. Sent to the executors. */
+    static final class FactsWriterFactory extends OutputWriterFactory {
+        private static final long serialVersionUID = 1L;
+        private final OutputWriterFactory parquet;
+        private final CollectionAccumulator<String> facts;
+
+        FactsWriterFactory(OutputWriterFactory parquet, CollectionAccumulator<String> facts) {
+            this.parquet = parquet;
+            this.facts = facts;
+        }
+
+        @Override
+        public String getFileExtension(TaskAttemptContext context) {
+            return parquet.getFileExtension(context);
+        }
+
+        @Override
+        public OutputWriter newInstance(String path, StructType dataSchema, TaskAttemptContext context) {
+            return new FactsOutputWriter(parquet.newInstance(path, dataSchema, context), path,
+                    context.getConfiguration(), dataSchema, facts);
+        }
     }
 
     /** The filters, or the parts of them, whose literals reach parquet-mr unchanged. */

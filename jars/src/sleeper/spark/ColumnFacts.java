@@ -1,0 +1,234 @@
+package sleeper.spark;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.TimestampNTZType;
+import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * Null count, min and max of one column over the rows of one file, as the rows are written.
+ *
+ * <p>The statistics mean what the Python writer's mean: min and max over the non-null values,
+ * NaN left out of floats (so a column of NaN only has none), and a null count for every column,
+ * nested ones included (whose values get no min or max). Bounds are handed over as text:
+ * integers, dates (days) and timestamps (microseconds) in decimal, floats as
+ * {@link Double#toString} spells them, decimals in plain notation, strings as they are.
+ */
+abstract class ColumnFacts {
+    long nulls;
+
+    /** Takes the value at {@code ordinal} of {@code row} into account. */
+    final void update(InternalRow row, int ordinal) {
+        if (row.isNullAt(ordinal)) {
+            nulls++;
+        } else {
+            value(row, ordinal);
+        }
+    }
+
+    abstract void value(InternalRow row, int ordinal);
+
+    /** The smallest value seen, as text; null if there was none. */
+    abstract String min();
+
+    abstract String max();
+
+    static ColumnFacts of(DataType type) {
+        if (type instanceof BooleanType) {
+            return new Integral(Integral.Kind.BOOLEAN);
+        } else if (type instanceof ByteType) {
+            return new Integral(Integral.Kind.BYTE);
+        } else if (type instanceof ShortType) {
+            return new Integral(Integral.Kind.SHORT);
+        } else if (type instanceof IntegerType || type instanceof DateType) {
+            return new Integral(Integral.Kind.INT);
+        } else if (type instanceof LongType || type instanceof TimestampType || type instanceof TimestampNTZType) {
+            return new Integral(Integral.Kind.LONG);
+        } else if (type instanceof FloatType || type instanceof DoubleType) {
+            return new Floating(type instanceof FloatType);
+        } else if (type instanceof StringType) {
+            return new Utf8();
+        } else if (type instanceof DecimalType decimal) {
+            return new Decimals(decimal.precision(), decimal.scale());
+        }
+        return new NullsOnly();
+    }
+
+    /** Booleans, integers, dates and timestamps, compared as longs. */
+    static final class Integral extends ColumnFacts {
+        enum Kind { BOOLEAN, BYTE, SHORT, INT, LONG }
+
+        private final Kind kind;
+        private boolean any;
+        private long low;
+        private long high;
+
+        Integral(Kind kind) {
+            this.kind = kind;
+        }
+
+        @Override
+        void value(InternalRow row, int ordinal) {
+            long v = switch (kind) {
+                case BOOLEAN -> row.getBoolean(ordinal) ? 1 : 0;
+                case BYTE -> row.getByte(ordinal);
+                case SHORT -> row.getShort(ordinal);
+                case INT -> row.getInt(ordinal);
+                case LONG -> row.getLong(ordinal);
+            };
+            if (!any) {
+                any = true;
+                low = v;
+                high = v;
+            } else if (v < low) {
+                low = v;
+            } else if (v > high) {
+                high = v;
+            }
+        }
+
+        @Override
+        String min() {
+            return any ? text(low) : null;
+        }
+
+        @Override
+        String max() {
+            return any ? text(high) : null;
+        }
+
+        private String text(long v) {
+            return kind == Kind.BOOLEAN ? Boolean.toString(v != 0) : Long.toString(v);
+        }
+    }
+
+    /** Floats and doubles, NaN left out; a float is handed over as the double it is exactly. */
+    static final class Floating extends ColumnFacts {
+        private final boolean isFloat;
+        private boolean any;
+        private double low;
+        private double high;
+
+        Floating(boolean isFloat) {
+            this.isFloat = isFloat;
+        }
+
+        @Override
+        void value(InternalRow row, int ordinal) {
+            double v = isFloat ? row.getFloat(ordinal) : row.getDouble(ordinal);
+            if (Double.isNaN(v)) {
+                return;
+            }
+            if (!any) {
+                any = true;
+                low = v;
+                high = v;
+            } else if (v < low) {
+                low = v;
+            } else if (v > high) {
+                high = v;
+            }
+        }
+
+        @Override
+        String min() {
+            return any ? Double.toString(low) : null;
+        }
+
+        @Override
+        String max() {
+            return any ? Double.toString(high) : null;
+        }
+    }
+
+    /** Strings, in UTF-8 byte order (which is code point order). */
+    static final class Utf8 extends ColumnFacts {
+        private UTF8String low;
+        private UTF8String high;
+
+        @Override
+        void value(InternalRow row, int ordinal) {
+            UTF8String v = row.getUTF8String(ordinal);
+            // A row's string may point into a buffer the next row reuses: keep a copy.
+            if (low == null || v.compareTo(low) < 0) {
+                low = v.clone();
+            }
+            if (high == null || v.compareTo(high) > 0) {
+                high = v.clone();
+            }
+        }
+
+        @Override
+        String min() {
+            return low == null ? null : low.toString();
+        }
+
+        @Override
+        String max() {
+            return high == null ? null : high.toString();
+        }
+    }
+
+    /** Decimals of one precision and scale, handed over in plain notation at that scale. */
+    static final class Decimals extends ColumnFacts {
+        private final int precision;
+        private final int scale;
+        private Decimal low;
+        private Decimal high;
+
+        Decimals(int precision, int scale) {
+            this.precision = precision;
+            this.scale = scale;
+        }
+
+        @Override
+        void value(InternalRow row, int ordinal) {
+            Decimal v = row.getDecimal(ordinal, precision, scale);
+            if (low == null || v.compareTo(low) < 0) {
+                low = v.clone();
+            }
+            if (high == null || v.compareTo(high) > 0) {
+                high = v.clone();
+            }
+        }
+
+        @Override
+        String min() {
+            return low == null ? null : low.toJavaBigDecimal().setScale(scale).toPlainString();
+        }
+
+        @Override
+        String max() {
+            return high == null ? null : high.toJavaBigDecimal().setScale(scale).toPlainString();
+        }
+    }
+
+    /** Binary and nested columns: their null count only, as the Python writer keeps. */
+    static final class NullsOnly extends ColumnFacts {
+        @Override
+        void value(InternalRow row, int ordinal) {
+        }
+
+        @Override
+        String min() {
+            return null;
+        }
+
+        @Override
+        String max() {
+            return null;
+        }
+    }
+}

@@ -1,0 +1,115 @@
+package sleeper.spark;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.execution.datasources.OutputWriter;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.CollectionAccumulator;
+
+/**
+ * Spark's Parquet writer for one file, describing the file as it goes: row count and per-column
+ * statistics from the rows it writes, size and SHA-256 from the file's bytes, read back by this
+ * task right after the file is closed. The facts reach the driver through an accumulator, whose
+ * updates Spark applies once per successful task: a failed, retried or losing speculative
+ * attempt adds nothing.
+ *
+ * <p>Where the bytes cannot be read back at close (a committer that publishes files only when
+ * the job commits), size and checksum are left out and the driver reads that file instead.
+ */
+final class FactsOutputWriter extends OutputWriter {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final int BUFFER_BYTES = 1 << 20;
+
+    private final OutputWriter parquet;
+    private final String path;
+    private final Configuration conf;
+    private final CollectionAccumulator<String> facts;
+    private final StructType schema;
+    private final ColumnFacts[] columns;
+    private long rows;
+
+    FactsOutputWriter(OutputWriter parquet, String path, Configuration conf, StructType schema,
+                      CollectionAccumulator<String> facts) {
+        this.parquet = parquet;
+        this.path = path;
+        this.conf = conf;
+        this.schema = schema;
+        this.facts = facts;
+        this.columns = new ColumnFacts[schema.fields().length];
+        for (int i = 0; i < columns.length; i++) {
+            columns[i] = ColumnFacts.of(schema.fields()[i].dataType());
+        }
+    }
+
+    @Override
+    public void write(InternalRow row) {
+        parquet.write(row);
+        rows++;
+        for (int i = 0; i < columns.length; i++) {
+            columns[i].update(row, i);
+        }
+    }
+
+    @Override
+    public void close() {
+        parquet.close();
+        facts.add(describe());
+    }
+
+    @Override
+    public String path() {
+        return parquet.path();
+    }
+
+    private String describe() {
+        Path file = new Path(path);
+        ObjectNode node = JSON.createObjectNode();
+        node.put("name", file.getName());
+        Path parent = file.getParent();
+        // The folder of a partition ("<hidden column>=<hash>"); a write without partitions has none.
+        node.put("dir", parent != null && parent.getName().contains("=") ? parent.getName() : "");
+        node.put("rows", rows);
+        readBack(file, node);
+        ObjectNode stats = node.putObject("columns");
+        StructField[] fields = schema.fields();
+        for (int i = 0; i < columns.length; i++) {
+            ObjectNode column = stats.putObject(fields[i].name());
+            column.put("nulls", columns[i].nulls);
+            column.put("min", columns[i].min());
+            column.put("max", columns[i].max());
+        }
+        return node.toString();
+    }
+
+    /** Size and SHA-256 of the closed file; left out where it cannot be read back yet. */
+    private void readBack(Path file, ObjectNode node) {
+        try {
+            MessageDigest digest = MessageDigest.getInstance("SHA-256");
+            long size = 0;
+            FileSystem fs = file.getFileSystem(conf);
+            byte[] buffer = new byte[BUFFER_BYTES];
+            try (InputStream in = fs.open(file)) {
+                for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                    digest.update(buffer, 0, n);
+                    size += n;
+                }
+            }
+            node.put("size", size);
+            node.put("sha256", HexFormat.of().formatHex(digest.digest()));
+        } catch (IOException | NoSuchAlgorithmException error) {
+            node.putNull("size");
+            node.putNull("sha256");
+        }
+    }
+}

@@ -1,0 +1,97 @@
+"""A helper write on a standalone Spark cluster started from pyspark's own ``spark-class`` on
+loopback: executors in a worker's JVMs write and describe the files, and the driver (its Python
+process and its JVM) reads a small fraction of the bytes written, not the data itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from tests.fixtures.spark import quiet_log4j2
+from tests.fixtures.summary import SUMMARY_KEY
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+HERE = Path(__file__).parent
+SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args} exited with {process.returncode}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on port {port} after {seconds} s")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A master and one worker (2 cores) on 127.0.0.1; yields the master URL and the environment."""
+    log4j = quiet_log4j2(tmp_path)
+    environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_MASTER_HOST": "127.0.0.1",
+                   "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+                   "SPARK_NO_DAEMONIZE": "1", "JDK_JAVA_OPTIONS": f"-Dlog4j2.configurationFile=file:{log4j}"}
+    master_port, worker_port = free_port(), free_port()
+    started = []
+    try:
+        master = subprocess.Popen([str(SPARK_CLASS), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                   "--port", str(master_port), "--webui-port", str(free_port())],
+                                  env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(master)
+        wait_for_port(master_port, master)
+        url = f"spark://127.0.0.1:{master_port}"
+        worker = subprocess.Popen([str(SPARK_CLASS), "org.apache.spark.deploy.worker.Worker", url,
+                                   "--host", "127.0.0.1", "--port", str(worker_port), "--webui-port", str(free_port()),
+                                   "--cores", "2", "--memory", "2g", "--work-dir", str(tmp_path / "work")],
+                                  env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(worker)
+        wait_for_port(worker_port, worker)
+        yield url, environment
+    finally:
+        for process in reversed(started):
+            process.terminate()
+        for process in started:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def test_the_driver_reads_a_small_fraction_of_what_a_cluster_write_writes(
+        cluster: tuple[str, dict[str, str]], tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    url, environment = cluster
+    # When a job on the cluster writes 600,000 rows through the helper API (Spark's own writer)
+    run = subprocess.run([sys.executable, str(HERE / "cluster_write_job.py"), url, str(tmp_path / "warehouse"),
+                          "600000"], env=environment, capture_output=True, text=True, timeout=600,
+                         cwd=HERE.parents[1])
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+
+    # Then every row is committed once, by Spark's writer, in files the executors described
+    assert result["native"] and result["rows_added"] == result["scanned"] == 600_000
+    # And the driver's two processes read under 10 % of the bytes written meanwhile
+    driver_read = result["python_read"] + result["jvm_read"]
+    request.node.user_properties.append((SUMMARY_KEY, (
+        f"standalone cluster write: {result['bytes_written']:,} bytes in {result['files']} files written; the driver "
+        f"read {result['python_read']:,} (Python) + {result['jvm_read']:,} (JVM) bytes meanwhile, "
+        f"{driver_read / result['bytes_written']:.2%}")))
+    assert driver_read < 0.1 * result["bytes_written"], result
