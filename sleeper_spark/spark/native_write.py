@@ -32,8 +32,7 @@ from sleeper_spark.models import FileRef, Snapshot
 from sleeper_spark.spark.footers import file_ref as footer_file_ref
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import native_types
-from sleeper_spark.spark.write_facts import FileFacts, parse_facts
-from sleeper_spark.spark.write_facts import file_ref as facts_file_ref
+from sleeper_spark.spark.write_facts import FileFacts, FileRefs, parse_facts
 from sleeper_spark.state import TableState
 from sleeper_spark.storage import join_key
 from sleeper_spark.table.writes import new_write_id
@@ -144,7 +143,8 @@ def described_files(table: Table, facts: list[FileFacts], state: TableState, loc
         return footer_file_ref(data, fact.path, state.schema, state.partition_by, table.name)
 
     written = [f for f in facts if f.rows > 0]
-    files = [facts_file_ref(f, state.schema, state.partition_by, table.name) for f in written if f.described]
+    described = FileRefs(state.schema, state.partition_by, table.name)
+    files = [described.of(f) for f in written if f.described]
     files += _parallel(read, [f for f in written if not f.described])
     empty = [join_key(table.root, f.path) for f in facts if f.rows == 0]
     crc = [join_key(table.root, _crc_name(f.path)) for f in facts] if local else []

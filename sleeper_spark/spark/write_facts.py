@@ -20,7 +20,7 @@ driver reads itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -64,47 +64,57 @@ def parse_facts(lines: str, write_dir: str) -> list[FileFacts]:
     return facts
 
 
-def file_ref(facts: FileFacts, schema: TableSchema, partition_by: Iterable[str], table: str) -> FileRef:
-    """The FileRef of a file its task described fully (see :attr:`FileFacts.described`)."""
-    assert facts.size is not None and facts.sha256 is not None
-    stats = {field.name: _column_stats(facts.columns[field.name], field.type) for field in schema.fields}
-    for field in schema.fields:
-        if not field.nullable and stats[field.name].null_count:
-            raise SchemaMismatchError(
-                f"column {field.name!r} of table {table!r} is not nullable, but the data holds nulls; "
-                "nothing was written"
-            )
-    partition = {column: _partition_value(stats[column], facts.rows, column) for column in partition_by}
-    return FileRef(path=facts.path, partition=partition, size_bytes=facts.size, row_count=facts.rows,
-                   checksum=f"sha256:{facts.sha256}", column_stats=stats)
+class FileRefs:
+    """Makes the FileRefs of one table's files from their tasks' facts."""
+
+    def __init__(self, schema: TableSchema, partition_by: Iterable[str], table: str) -> None:
+        self._columns = [(field.name, _stored_form(field.type)) for field in schema.fields]
+        self._required = [field.name for field in schema.fields if not field.nullable]
+        self._partition_by = tuple(partition_by)
+        self._table = table
+
+    def of(self, facts: FileFacts) -> FileRef:
+        """The FileRef of a file its task described fully (see :attr:`FileFacts.described`)."""
+        assert facts.size is not None and facts.sha256 is not None
+        stats = {name: _column_stats(facts.columns[name], stored) for name, stored in self._columns}
+        for name in self._required:
+            if stats[name].null_count:
+                raise SchemaMismatchError(
+                    f"column {name!r} of table {self._table!r} is not nullable, but the data holds nulls; "
+                    "nothing was written"
+                )
+        partition = {column: _partition_value(stats[column], facts.rows, column) for column in self._partition_by}
+        # The statistics are models already, which pydantic does not validate again.
+        return FileRef(path=facts.path, partition=partition, size_bytes=facts.size, row_count=facts.rows,
+                       checksum=f"sha256:{facts.sha256}", column_stats=stats)
 
 
-def _column_stats(reported: dict[str, Any], type_: DataType) -> ColumnStats:
+def _column_stats(reported: dict[str, Any], stored: Callable[[str], Any]) -> ColumnStats:
     low, high = reported.get("min"), reported.get("max")
-    return ColumnStats(min=to_stat(_value(low, type_)), max=to_stat(_value(high, type_)),
+    return ColumnStats(min=None if low is None else stored(low), max=None if high is None else stored(high),
                        null_count=int(reported["nulls"]))
 
 
-def _value(text: str | None, type_: DataType) -> Any:
-    """A bound reported as text, as the Python value pyarrow gives for the column's type."""
-    if text is None:
-        return None
+def _stored_form(type_: DataType) -> Callable[[str], Any]:
+    """How a bound reported as text becomes its stored form (see :func:`to_stat`) for ``type_``:
+    the value pyarrow would give for the column's type, in ``to_stat``'s form."""
     name = type_.name
     if name == "bool":
-        return text == "true"
+        return lambda text: text == "true"
     if name in _INTEGERS:
-        return int(text)
+        return int
     if name in ("float32", "float64"):
-        return float(text)
+        return float
     if name == "string":
-        return text
+        return str
     if name == "date":
-        return pa.scalar(int(text), pa.date32()).as_py()
+        return lambda text: to_stat(pa.scalar(int(text), pa.date32()).as_py())
     if name == "timestamp":  # microseconds, whatever the column's unit
-        return pa.scalar(int(text), pa.timestamp("us", tz=type_.tz)).as_py()
+        unit = pa.timestamp("us", tz=type_.tz)
+        return lambda text: to_stat(pa.scalar(int(text), unit).as_py())
     if name == "decimal":
-        return Decimal(text)
-    return None
+        return lambda text: to_stat(Decimal(text))
+    return lambda text: None
 
 
 def _partition_value(stats: ColumnStats, rows: int, column: str) -> str | None:

@@ -45,6 +45,7 @@ _FIXED = pa.schema([
 EVENT_TIME = pa.timestamp("us", "UTC")
 ORDERABLE = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "float64", "string", "date",
                        "timestamp", "decimal"})
+_CONVERTED = frozenset({"date", "timestamp", "decimal"})  # stored as text, read back with from_stat
 
 
 def path_hash(path: str) -> int:
@@ -86,10 +87,14 @@ class FileLayout:
             stats = [f.column_stats.get(field.name) for f in files]
             if field.type.name in ORDERABLE:
                 arrow_type = schema.field(f"min.{field.name}").type
-                columns[f"min.{field.name}"] = _typed([from_stat(s.min, field.type) if s else None for s in stats],
-                                                      arrow_type)
-                columns[f"max.{field.name}"] = _typed([from_stat(s.max, field.type) if s else None for s in stats],
-                                                      arrow_type)
+                # Booleans, numbers and strings are stored as themselves: no conversion per value.
+                stored_as_is = field.type.name not in _CONVERTED
+                columns[f"min.{field.name}"] = _typed(
+                    [(s.min if stored_as_is else from_stat(s.min, field.type)) if s else None for s in stats],
+                    arrow_type)
+                columns[f"max.{field.name}"] = _typed(
+                    [(s.max if stored_as_is else from_stat(s.max, field.type)) if s else None for s in stats],
+                    arrow_type)
             columns[f"null_count.{field.name}"] = [s.null_count if s else None for s in stats]
         arrays = [value if isinstance(value := columns[f.name], pa.Array) else pa.array(value, f.type) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
