@@ -9,13 +9,14 @@ imports pyspark.
 
 Catalogs are cached per process, keyed by their options: Spark reuses its Python workers, so a
 worker that commits or reads many times opens the catalog (and its clients) once, and nothing
-that holds a client is ever pickled.
+that holds a client is ever pickled. The cache keeps the 16 catalogs used last.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -84,12 +85,16 @@ def merge(*layers: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
-_catalogs: dict[CatalogConfig, Catalog] = {}
+# A long-lived worker may serve jobs over many warehouses (or settings): the cache keeps the
+# most recently used ones, each with its clients and its tables' cached states.
+CATALOG_CACHE_SIZE = 16
+_catalogs: OrderedDict[CatalogConfig, Catalog] = OrderedDict()
 _catalogs_lock = threading.Lock()
 
 
 def open_catalog(options: Mapping[str, str]) -> Catalog:
-    """The catalog these options name, opened once per process.
+    """The catalog these options name, opened once per process (of the last
+    :data:`CATALOG_CACHE_SIZE` used, the least recently used is dropped first).
 
     Keyed by the parsed config, whose warehouse is canonical: ``s3a://b/w`` and ``s3://b/w/``
     are one warehouse, and so one catalog with one cached state per table.
@@ -99,6 +104,10 @@ def open_catalog(options: Mapping[str, str]) -> Catalog:
         catalog = _catalogs.get(config)
         if catalog is None:
             catalog = _catalogs[config] = Catalog(config)
+            while len(_catalogs) > CATALOG_CACHE_SIZE:
+                _catalogs.popitem(last=False)
+        else:
+            _catalogs.move_to_end(config)
         return catalog
 
 

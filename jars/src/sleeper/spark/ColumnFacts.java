@@ -153,40 +153,61 @@ abstract class ColumnFacts {
         }
     }
 
-    /** Strings, in UTF-8 byte order (which is code point order). */
-    static final class Utf8 extends ColumnFacts {
-        private UTF8String low;
-        private UTF8String high;
+    /** Values of a type with its own order, copied when kept (a row's value may be reused). */
+    abstract static class Comparables<T extends Comparable<T>> extends ColumnFacts {
+        private T low;
+        private T high;
+
+        abstract T read(InternalRow row, int ordinal);
+
+        abstract T copy(T value);
+
+        abstract String text(T value);
 
         @Override
-        void value(InternalRow row, int ordinal) {
-            UTF8String v = row.getUTF8String(ordinal);
-            // A row's string may point into a buffer the next row reuses: keep a copy.
+        final void value(InternalRow row, int ordinal) {
+            T v = read(row, ordinal);
             if (low == null || v.compareTo(low) < 0) {
-                low = v.clone();
+                low = copy(v);
             }
             if (high == null || v.compareTo(high) > 0) {
-                high = v.clone();
+                high = copy(v);
             }
         }
 
         @Override
-        String min() {
-            return low == null ? null : low.toString();
+        final String min() {
+            return low == null ? null : text(low);
         }
 
         @Override
-        String max() {
-            return high == null ? null : high.toString();
+        final String max() {
+            return high == null ? null : text(high);
+        }
+    }
+
+    /** Strings, in UTF-8 byte order (which is code point order). */
+    static final class Utf8 extends Comparables<UTF8String> {
+        @Override
+        UTF8String read(InternalRow row, int ordinal) {
+            return row.getUTF8String(ordinal);
+        }
+
+        @Override
+        UTF8String copy(UTF8String value) {
+            return value.clone(); // it may point into a buffer the next row reuses
+        }
+
+        @Override
+        String text(UTF8String value) {
+            return value.toString();
         }
     }
 
     /** Decimals of one precision and scale, handed over in plain notation at that scale. */
-    static final class Decimals extends ColumnFacts {
+    static final class Decimals extends Comparables<Decimal> {
         private final int precision;
         private final int scale;
-        private Decimal low;
-        private Decimal high;
 
         Decimals(int precision, int scale) {
             this.precision = precision;
@@ -194,24 +215,18 @@ abstract class ColumnFacts {
         }
 
         @Override
-        void value(InternalRow row, int ordinal) {
-            Decimal v = row.getDecimal(ordinal, precision, scale);
-            if (low == null || v.compareTo(low) < 0) {
-                low = v.clone();
-            }
-            if (high == null || v.compareTo(high) > 0) {
-                high = v.clone();
-            }
+        Decimal read(InternalRow row, int ordinal) {
+            return row.getDecimal(ordinal, precision, scale);
         }
 
         @Override
-        String min() {
-            return low == null ? null : low.toJavaBigDecimal().setScale(scale).toPlainString();
+        Decimal copy(Decimal value) {
+            return value.clone();
         }
 
         @Override
-        String max() {
-            return high == null ? null : high.toJavaBigDecimal().setScale(scale).toPlainString();
+        String text(Decimal value) {
+            return value.toJavaBigDecimal().setScale(scale).toPlainString();
         }
     }
 
