@@ -36,6 +36,18 @@ def measure(action: Callable[[], object], repeat: int = 3, setup: Callable[[], o
     return Measurement(tuple(runs))
 
 
+def measure_pair(ours: Callable[[], object], baseline: Callable[[], object],
+                 repeat: int = 3) -> tuple[Measurement, Measurement]:
+    """Both sides, alternating run by run, so that warm-up and the machine's drift fall on both."""
+    ours_runs, baseline_runs = [], []
+    for _ in range(repeat):
+        for action, runs in ((ours, ours_runs), (baseline, baseline_runs)):
+            started = time.perf_counter()
+            action()
+            runs.append(time.perf_counter() - started)
+    return Measurement(tuple(ours_runs)), Measurement(tuple(baseline_runs))
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
