@@ -33,7 +33,7 @@ from sleeper_spark.errors import (
     WriteOutcomeUnknownError,
 )
 from sleeper_spark.models import ColumnStats, FileRef, Snapshot, VacuumReport, VerifyReport
-from sleeper_spark.spark import register  # importing it registers the Spark bridge
+from sleeper_spark.spark import register, sleeper_error  # importing it registers the Spark bridge
 from sleeper_spark.spark.jvm import configure_spark, jar_path
 from sleeper_spark.table import Catalog, Table
 from sleeper_spark.version import __version__
@@ -77,4 +77,5 @@ __all__ = [
     "configure_spark",
     "jar_path",
     "register",
+    "sleeper_error",
 ]

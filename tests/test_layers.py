@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sleeper_spark"
 # Lowest first: a layer may import itself and those before it.
 LAYERS = ("models", "state", "storage", "datafiles", "log", "commit", "table", "spark", "maintenance", "cli")
 # Modules at the top of the package that any layer may import; they import only each other.
-SHARED = ("errors", "config", "option_specs", "source_options", "layout", "version")
+SHARED = ("errors", "config", "option_specs", "source_options", "layout", "process_state", "version")
 # The package's front door and ``python -m sleeper_spark``: they gather the layers, so they may
 # import any of them, and only the command line (the top layer) may import them.
 FACADES = ("__init__", "__main__")

@@ -27,6 +27,7 @@ from sleeper_spark.errors import ConfigError
 from sleeper_spark.maintenance.planning import FileGroup
 from sleeper_spark.maintenance.progress import Progress, no_progress
 from sleeper_spark.models import FileRef, TableSchema
+from sleeper_spark.process_state import REWRITE_STORES
 from sleeper_spark.storage import ObjectStore, join_key
 from sleeper_spark.table.reading import read_file
 
@@ -157,9 +158,6 @@ def _run_spark(spark: Any, store: ObjectStore, job: RewriteJob, groups: Sequence
             for removed, added in encoded]
 
 
-_worker_stores: dict[tuple[tuple[str, str], ...], ObjectStore] = {}
-
-
 def rewrite_in_worker(item: tuple[RewriteJob, tuple[FileRef, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """One Spark task: rebuild the store from the catalog options, rewrite one group.
 
@@ -168,11 +166,10 @@ def rewrite_in_worker(item: tuple[RewriteJob, tuple[FileRef, ...]]) -> tuple[tup
     are reused), never pickled.
     """
     job, files = item
-    key = tuple(sorted(job.catalog_options.items()))
-    store = _worker_stores.get(key)
-    if store is None:
-        from sleeper_spark.table.catalog import Catalog
+    from sleeper_spark.table.catalog import Catalog
 
-        store = _worker_stores[key] = Catalog.from_options(dict(job.catalog_options)).backend.store
+    key = tuple(sorted(job.catalog_options.items()))
+    store: ObjectStore = REWRITE_STORES.get_or_create(
+        key, lambda: Catalog.from_options(dict(job.catalog_options)).backend.store)
     result = rewrite_group(store, job, files)
     return result.removed, tuple(f.model_dump_json() for f in result.added)

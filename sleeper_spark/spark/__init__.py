@@ -15,12 +15,15 @@ from sleeper_spark.table.extensions import register_spark_bridge
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from sleeper_spark.errors import SleeperSparkError
     from sleeper_spark.models import Snapshot
     from sleeper_spark.table import Table
 
 
 def register(spark: Any) -> None:
     """Registers the ``sleeper`` data source with ``spark`` and enables filter pushdown.
+
+    Nothing else changes in the process: pyspark's classes are left as they are.
 
     Idempotent. The ``spark.sleeper.*`` session settings are read now for the
     ``format("sleeper")`` route (Spark's Python workers cannot see the session conf): call it
@@ -29,6 +32,25 @@ def register(spark: Any) -> None:
     from sleeper_spark.spark.source import register_source
 
     register_source(spark)
+
+
+def sleeper_error(error: BaseException) -> SleeperSparkError | None:
+    """The sleeper_spark error that a Spark exception of ``format("sleeper")`` carries, if any.
+
+    ``load()`` and ``save()`` raise Spark's exceptions as Spark raises them (this package patches
+    none of pyspark's classes); the error they wrap is on their last sleeper_spark line. This
+    gives it back, message first::
+
+        try:
+            spark.read.format("sleeper").options(**cat.options()).load("events")
+        except Exception as error:
+            raise ss.sleeper_error(error) or error from error
+
+    The helper API (``cat.read``, ``cat.write``) raises the sleeper_spark error itself.
+    """
+    from sleeper_spark.spark.messages import sleeper_error as recover
+
+    return recover(error)
 
 
 class SparkDataFrames:
@@ -52,4 +74,4 @@ class SparkDataFrames:
 
 register_spark_bridge(SparkDataFrames())
 
-__all__ = ["SparkDataFrames", "register"]
+__all__ = ["SparkDataFrames", "register", "sleeper_error"]

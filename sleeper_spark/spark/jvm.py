@@ -10,11 +10,11 @@ session uses the ``sleeper`` Python data source, and says once at INFO how to ge
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sleeper_spark.errors import ConfigError
+from sleeper_spark.process_state import SAID_ONCE
 from sleeper_spark.version import __version__
 
 log = logging.getLogger(__name__)
@@ -27,10 +27,6 @@ _JARS_DIR = Path(__file__).resolve().parent.parent / "jars"
 _SESSION_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
 
 Builder = TypeVar("Builder")
-
-_lock = threading.Lock()
-_told: set[str] = set()
-
 
 def jar_path() -> str:
     """The path of the jar that gives Spark sleeper_spark's file index (for ``--jars`` or a cluster library)."""
@@ -135,8 +131,5 @@ def hadoop_location(spark: Any, entry: Any, location: str, s3_endpoint: str | No
 
 def _tell(reason: str, message: str) -> None:
     """Logs ``message`` at INFO once per process and reason: a fallback is worth one line, not one per read."""
-    with _lock:
-        if reason in _told:
-            return
-        _told.add(reason)
-    log.info(message)
+    if SAID_ONCE.first(("jvm", reason)):
+        log.info(message)

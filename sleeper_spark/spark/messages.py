@@ -1,14 +1,14 @@
-"""Errors of ``format("sleeper")`` that say what is wrong on their first line.
+"""Errors of ``format("sleeper")`` and of the helper API that say what is wrong on their first line.
 
 Spark reports a failure inside a Python data source as ``AnalysisException:
 [PYTHON_DATA_SOURCE_ERROR] …`` followed by the worker's traceback, with the sleeper_spark
 error on its last line; and it refuses ``partitionBy()`` for a Python source with a message
-about "the existing table's" partitioning, even when there is no table yet. :func:`install`
-(run by ``ss.register``) wraps ``load`` and ``save`` of Spark's classic reader and writer so
-that, for the ``sleeper`` format only, such a failure is raised again as the sleeper_spark
-error it carries, message first. The Spark exception stays reachable as ``__context__``.
-
-Spark Connect's reader and writer are other classes and are left as they are.
+about "the existing table's" partitioning, even when there is no table yet. PySpark has no hook
+to translate the exceptions of ``DataFrameReader.load`` or ``DataFrameWriter.save``, and this
+package patches none of pyspark's classes, so those reach the caller as Spark raised them.
+:func:`sleeper_error` recovers the sleeper_spark error a Spark exception carries (the helper API
+raises that error itself; ``ss.sleeper_error(e)`` does the same for a ``format("sleeper")``
+call).
 
 Inside the workers, :func:`short_traceback` re-raises a sleeper_spark error from the entry
 point Spark called, so the traceback Spark prints with it is one frame long. In local mode the
@@ -22,63 +22,26 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import sleeper_spark.errors as errors
 from sleeper_spark.errors import ConfigError, SleeperSparkError
 
-SOURCE_NAME = "sleeper"
-_IS_SLEEPER = "_sleeper_format"  # set on a reader or writer whose format() is "sleeper"
 _ERROR_LINE = re.compile(r"sleeper_spark\.errors\.(\w+): (.*)")
 _PARTITIONING = re.compile(r"partitioning or clustering columns do not match the existing table's.*?"
                            r"provided: ([^\n]*)", re.DOTALL)
-_installed = False
-_lock = threading.Lock()
-
-
-def install() -> None:
-    """Wraps the classic ``DataFrameReader`` and ``DataFrameWriter`` once per process."""
-    global _installed
-    with _lock:
-        if _installed:
-            return
-        from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
-
-        for cls, action in ((DataFrameReader, "load"), (DataFrameWriter, "save")):
-            cls.format = _remembering_format(cls.format)  # type: ignore[method-assign]
-            setattr(cls, action, _translating(getattr(cls, action)))
-        _installed = True
-
-
-def _remembering_format(format_: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(format_)
-    def format(self: Any, source: str) -> Any:
-        setattr(self, _IS_SLEEPER, str(source).lower() == SOURCE_NAME)
-        return format_(self, source)
-
-    return format
-
-
-def _translating(action: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(action)
-    def translated(self: Any, *args: Any, **kwargs: Any) -> Any:
-        named = kwargs.get("format")
-        sleeper = getattr(self, _IS_SLEEPER, False) if named is None else str(named).lower() == SOURCE_NAME
-        try:
-            return action(self, *args, **kwargs)
-        except Exception as error:
-            typed = sleeper_error(error) if sleeper else None
-            if typed is None:
-                raise
-            raise typed from None
-
-    return translated
 
 
 def sleeper_error(error: BaseException) -> SleeperSparkError | None:
-    """The sleeper_spark error a Spark failure of the ``sleeper`` source stands for, if any."""
+    """The sleeper_spark error a Spark failure of the ``sleeper`` source stands for, if any.
+
+    ``error`` itself when it is one already; for Spark's exceptions, the error named on the last
+    sleeper_spark line of its message, message first, or a ``ConfigError`` explaining Spark's
+    refusal of ``partitionBy()``; None for anything else.
+    """
+    if isinstance(error, SleeperSparkError):
+        return error
     text = str(error)
     partitioning = _PARTITIONING.search(text)
     if partitioning is not None:

@@ -21,7 +21,6 @@ mid-job leaves files that no version refers to: vacuum removes them after its re
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleeper_spark.layout import spark_write_dir
 from sleeper_spark.models import FileRef, Snapshot
+from sleeper_spark.process_state import SESSION_SETTINGS
 from sleeper_spark.spark.footers import file_ref as footer_file_ref
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import native_types
@@ -104,32 +104,27 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-_timestamp_lock = threading.Lock()
-_timestamp_writers = 0
-_timestamp_before: str | None = None
-
-
 @contextmanager
 def _micros_timestamps(spark: Any, needed: bool) -> Iterator[None]:
     """Spark's default INT96 timestamps have no statistics and overflow pyarrow's nanoseconds after
     2262; the session writes INT64 microseconds while any helper write runs (a per-write option
     does not exist). Writes that overlap share the setting; the last one restores it."""
-    global _timestamp_writers, _timestamp_before
-    if not needed or (spark.conf.get(_TIMESTAMP_CONF, "") == "TIMESTAMP_MICROS" and _timestamp_writers == 0):
+    setting = SESSION_SETTINGS[_TIMESTAMP_CONF]
+    if not needed or (spark.conf.get(_TIMESTAMP_CONF, "") == "TIMESTAMP_MICROS" and setting.users == 0):
         yield
         return
-    with _timestamp_lock:
-        if _timestamp_writers == 0:
-            _timestamp_before = spark.conf.get(_TIMESTAMP_CONF, "INT96")
+    with setting.lock:
+        if setting.users == 0:
+            setting.before = spark.conf.get(_TIMESTAMP_CONF, "INT96")
             spark.conf.set(_TIMESTAMP_CONF, "TIMESTAMP_MICROS")
-        _timestamp_writers += 1
+        setting.users += 1
     try:
         yield
     finally:
-        with _timestamp_lock:
-            _timestamp_writers -= 1
-            if _timestamp_writers == 0:
-                spark.conf.set(_TIMESTAMP_CONF, _timestamp_before)
+        with setting.lock:
+            setting.users -= 1
+            if setting.users == 0:
+                spark.conf.set(_TIMESTAMP_CONF, setting.before)
 
 
 def described_files(table: Table, facts: list[FileFacts], state: TableState, local: bool) -> list[FileRef]:

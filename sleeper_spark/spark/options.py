@@ -15,8 +15,6 @@ that holds a client is ever pickled. The cache keeps the 16 catalogs used last.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -25,6 +23,7 @@ from pydantic import ValidationError
 from sleeper_spark.config import OPTIONS, CatalogConfig
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.option_specs import Scope, describe
+from sleeper_spark.process_state import CATALOGS
 from sleeper_spark.source_options import (
     ReadOptions,
     SourceOptions,
@@ -85,30 +84,16 @@ def merge(*layers: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
-# A long-lived worker may serve jobs over many warehouses (or settings): the cache keeps the
-# most recently used ones, each with its clients and its tables' cached states.
-CATALOG_CACHE_SIZE = 16
-_catalogs: OrderedDict[CatalogConfig, Catalog] = OrderedDict()
-_catalogs_lock = threading.Lock()
-
-
 def open_catalog(options: Mapping[str, str]) -> Catalog:
-    """The catalog these options name, opened once per process (of the last
-    :data:`CATALOG_CACHE_SIZE` used, the least recently used is dropped first).
+    """The catalog these options name, opened once per process (see
+    :data:`sleeper_spark.process_state.CATALOGS`, which keeps the ones used last).
 
     Keyed by the parsed config, whose warehouse is canonical: ``s3a://b/w`` and ``s3://b/w/``
     are one warehouse, and so one catalog with one cached state per table.
     """
     config = CatalogConfig.from_options(options)
-    with _catalogs_lock:
-        catalog = _catalogs.get(config)
-        if catalog is None:
-            catalog = _catalogs[config] = Catalog(config)
-            while len(_catalogs) > CATALOG_CACHE_SIZE:
-                _catalogs.popitem(last=False)
-        else:
-            _catalogs.move_to_end(config)
-        return catalog
+    catalog: Catalog = CATALOGS.get_or_create(config, lambda: Catalog(config))
+    return catalog
 
 
 _Parsed = TypeVar("_Parsed", bound=SourceOptions)

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from pyspark.sql.datasource import EqualTo, Filter
 
+from sleeper_spark.process_state import SAID_ONCE
 from sleeper_spark.spark.filter_json import FilterCodingError, dumps_scans, loads_scans
 from sleeper_spark.spark.options import GUARD_COLUMN
 
@@ -47,7 +48,6 @@ _log = logging.getLogger(__name__)
 
 _STALE_AFTER_S = 24 * 3600
 _PRUNE_EVERY = 256  # relations recorded between two clean-ups of old records
-_warned: set[Path] = set()
 
 try:
     import fcntl
@@ -100,8 +100,7 @@ def records_folder() -> Path | None:
     problem = _unsafe(folder)
     if problem is None:
         return folder
-    if folder not in _warned:
-        _warned.add(folder)
+    if SAID_ONCE.first(("scan records", folder)):
         _log.warning("not using %s for Spark scan records: it %s. Scans of guarded DataFrames read every file "
                      "until it is removed (rm -r %s as its owner, or root).", folder, problem, folder)
     return None

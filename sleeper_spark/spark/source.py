@@ -10,9 +10,7 @@ current conf as explicit options.
 
 from __future__ import annotations
 
-import threading
 import uuid
-import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -25,6 +23,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from sleeper_spark.process_state import REGISTERED_SOURCES
 from sleeper_spark.spark import messages
 from sleeper_spark.spark.options import GUARD_COLUMN, merge, open_catalog, parse_read, session_options
 from sleeper_spark.spark.reader import ReadTarget, SleeperReader, default_parallelism, spark_schema
@@ -91,19 +90,14 @@ class SleeperDataSource(DataSource):
         )
 
 
-_registered: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
-
-
 def register_source(spark: Any) -> None:
     """Registers ``sleeper`` with ``spark``, enables filter pushdown and short errors; idempotent."""
     spark.conf.set(PUSHDOWN_CONF, "true")
-    messages.install()
     conf = session_options(_session_conf(spark))
     parallelism = session_parallelism(spark)
     key = (tuple(sorted(conf.items())), parallelism)
-    with _lock:
-        if _registered.get(spark) == key:
+    with REGISTERED_SOURCES.lock:
+        if REGISTERED_SOURCES.get(spark) == key:
             return
         # A class built here is not importable by name, so cloudpickle ships it by value,
         # class attributes included; its methods come from SleeperDataSource by reference.
@@ -113,7 +107,7 @@ def register_source(spark: Any) -> None:
         })
         spark.dataSource.register(source)
         messages.quiet_duplicate_task_logs(spark)  # once per session, not on every helper call
-        _registered[spark] = key
+        REGISTERED_SOURCES.set(spark, key)
 
 
 def current_session_options(spark: Any) -> dict[str, str]:

@@ -23,8 +23,6 @@ still have taken effect.
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import boto3
@@ -41,6 +39,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from sleeper_spark.config import CatalogConfig
+from sleeper_spark.process_state import AWS_CLIENTS
 from sleeper_spark.storage.retry import FailureKind
 
 if TYPE_CHECKING:
@@ -67,21 +66,6 @@ THROTTLING_CODES = frozenset(
     }
 )
 
-_CacheKey = tuple[str, "str | None", "str | None", bool]
-_clients: dict[_CacheKey, Any] = {}
-_lock = threading.Lock()
-
-
-def _forget_clients_in_child() -> None:
-    global _lock
-    _clients.clear()
-    _lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX only; elsewhere there is no fork to guard against
-    os.register_at_fork(after_in_child=_forget_clients_in_child)
-
-
 @overload
 def make_client(service: Literal["s3"], config: CatalogConfig, *, retries: bool = True) -> S3Client: ...
 
@@ -95,16 +79,8 @@ def make_client(
 def make_client(service: Service, config: CatalogConfig, *, retries: bool = True) -> Any:
     """A cached client for ``service`` as ``config`` describes it (see the module doc)."""
     endpoint = config.s3_endpoint if service == "s3" else config.dynamodb_endpoint
-    key: _CacheKey = (service, endpoint, config.region, retries)
-    client = _clients.get(key)
-    if client is not None:
-        return client
-    with _lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _build(service, endpoint, config.region, retries)
-            _clients[key] = client
-    return client
+    key = (service, endpoint, config.region, retries)
+    return AWS_CLIENTS.get_or_create(key, lambda: _build(service, endpoint, config.region, retries))
 
 
 def _build(service: Service, endpoint: str | None, region: str | None, retries: bool) -> Any:
@@ -131,8 +107,7 @@ def _build(service: Service, endpoint: str | None, region: str | None, retries: 
 
 def clear_client_cache() -> None:
     """Forgets every cached client (tests that change credentials or endpoints)."""
-    with _lock:
-        _clients.clear()
+    AWS_CLIENTS.clear()
 
 
 # -- classifying failures ----------------------------------------------------------------

@@ -36,12 +36,19 @@ def main(master: str, warehouse: str, rows: int) -> None:
     before = bytes_read("self"), bytes_read(jvm_pid)
     snapshot = catalog.write(df, "events", partition_by=["part"])
     after = bytes_read("self"), bytes_read(jvm_pid)
+    # The sequence a cluster job of a new user runs: a helper write, then the standard writer's
+    # format("sleeper") (registered by the helper call) appending to the same table.
+    small = spark.range(rows, rows + 1000).selectExpr(
+        "id", "cast(id % 7 AS string) AS part", "sha2(cast(id AS string), 256) AS payload", "rand(2) AS x")
+    small.write.format("sleeper").options(**catalog.options()).mode("append").save("events")
     table = catalog.table("events")
+    appended = {f.path for f in table.files()} - {f.path for f in table.files(snapshot.version)}
     print(json.dumps({
         "rows_added": snapshot.rows_added, "files": snapshot.files_added, "bytes_written": snapshot.bytes_added,
         "python_read": after[0] - before[0], "jvm_read": after[1] - before[1],
-        "native": all("/spark-" in f.path for f in table.files()),
-        "scanned": table.scan(columns=["id"]).num_rows,
+        "native": all("/spark-" in f.path for f in table.files() if f.path not in appended),
+        "scanned": table.scan(columns=["id"]).num_rows, "appended_files": len(appended),
+        "versions": [s.version for s in table.history()],
     }))
     spark.stop()
 

@@ -84,8 +84,10 @@ def test_a_schema_mismatch_is_refused_before_any_task(spark: SparkSession, catal
         for df in wrong:
             with pytest.raises(ss.SchemaMismatchError, match="does not fit table 't'"):
                 catalog.write(df, "t")
-            with pytest.raises(ss.SchemaMismatchError, match="does not fit table 't'"):  # typed by ss.register
+            with pytest.raises(Exception) as raised:  # Spark's exception, carrying the source's error
                 df.write.format("sleeper").options(**catalog.options()).mode("append").save("t")
+            assert isinstance(ss.sleeper_error(raised.value), ss.SchemaMismatchError)
+            assert "does not fit table 't'" in str(ss.sleeper_error(raised.value))
     finally:
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert list(tracker.getJobIdsForGroup(group)) == []

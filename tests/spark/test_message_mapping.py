@@ -61,3 +61,10 @@ def test_a_worker_entry_point_re_raises_with_a_one_frame_traceback(run: object) 
     frames = traceback.extract_tb(raised.value.__traceback__)
     assert [frame.name for frame in frames][-1] in ("generate", "call")
     assert not any(frame.name == "deep" for frame in frames)
+
+
+def test_a_sleeper_error_is_its_own_and_other_errors_carry_none() -> None:
+    error = ss.TableNotFoundError("no table 't'")
+
+    assert ss.sleeper_error(error) is error
+    assert ss.sleeper_error(RuntimeError("[SOMETHING_ELSE] not ours")) is None

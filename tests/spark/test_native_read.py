@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import sleeper_spark as ss
+from sleeper_spark.process_state import OnceSet
 from sleeper_spark.spark import jvm
 from sleeper_spark.spark.jvm import native_entry
 from tests.spark.test_partitions import AWKWARD
@@ -123,7 +124,7 @@ def test_a_session_without_the_jar_says_once_how_to_get_it(caplog: pytest.LogCap
     class NoJvm:
         """What a Spark Connect session looks like to the helper: no py4j gateway."""
 
-    monkeypatch.setattr(jvm, "_told", set())
+    monkeypatch.setattr(jvm, "SAID_ONCE", OnceSet())  # as in a new process
     with caplog.at_level(logging.INFO, logger="sleeper_spark.spark.jvm"):
         assert native_entry(NoJvm()) is None
         assert native_entry(NoJvm()) is None
@@ -163,7 +164,7 @@ def test_the_warehouse_scheme_decides_the_path(monkeypatch: pytest.MonkeyPatch) 
         def hasFileSystem(self, session: object, scheme: str) -> bool:
             return scheme in self.schemes
 
-    monkeypatch.setattr(jvm, "_told", set())
+    monkeypatch.setattr(jvm, "SAID_ONCE", OnceSet())  # as in a new process
     assert jvm.hadoop_location(Session(), Entry(), "/tmp/w/t", None) == "file:/tmp/w/t"
     assert jvm.hadoop_location(Session(), Entry("s3", "s3a"), "s3://b/w/t", None) == "s3://b/w/t"  # EMR
     assert jvm.hadoop_location(Session(), Entry("s3a"), "s3://b/w/t", None) == "s3a://b/w/t"  # hadoop-aws

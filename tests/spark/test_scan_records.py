@@ -32,6 +32,7 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
+from sleeper_spark.process_state import OnceSet
 from sleeper_spark.spark import scans
 from sleeper_spark.spark.filter_json import FilterCodingError, dumps_scans, loads_scans
 
@@ -68,7 +69,7 @@ def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "tmp"
     root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(root))
-    monkeypatch.setattr(scans, "_warned", set())
+    monkeypatch.setattr(scans, "SAID_ONCE", OnceSet())  # as in a new process
     return root
 
 

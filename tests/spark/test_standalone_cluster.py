@@ -1,6 +1,7 @@
 """A helper write on a standalone Spark cluster started from pyspark's own ``spark-class`` on
 loopback: executors in a worker's JVMs write and describe the files, and the driver (its Python
-process and its JVM) reads a small fraction of the bytes written, not the data itself."""
+process and its JVM) reads a small fraction of the bytes written, not the data itself; then
+``format("sleeper")`` appends to the table in the same job, with no ``ss.register`` call."""
 
 from __future__ import annotations
 
@@ -87,7 +88,9 @@ def test_the_driver_reads_a_small_fraction_of_what_a_cluster_write_writes(
     result = json.loads(run.stdout.strip().splitlines()[-1])
 
     # Then every row is committed once, by Spark's writer, in files the executors described
-    assert result["native"] and result["rows_added"] == result["scanned"] == 600_000
+    assert result["native"] and result["rows_added"] == 600_000
+    # And format("sleeper"), which the helper call registered, appended after it
+    assert result["versions"] == [2, 3] and result["appended_files"] > 0 and result["scanned"] == 601_000
     # And the driver's two processes read under 10 % of the bytes written meanwhile
     driver_read = result["python_read"] + result["jvm_read"]
     request.node.user_properties.append((SUMMARY_KEY, (
