@@ -1,4 +1,4 @@
-"""Run by test_standalone_cluster.py as the driver of a standalone cluster's application.
+"""Run by test_standalone_cluster.py under ``spark-submit``, as the driver of a standalone cluster's application.
 
 Writes a table with the helper API on Spark's own writer, measuring what this driver (its Python
 process and its JVM) reads meanwhile, from /proc/<pid>/io. Prints one JSON line.
@@ -7,6 +7,7 @@ process and its JVM) reads meanwhile, from /proc/<pid>/io. Prints one JSON line.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,7 +27,9 @@ def main(master: str, warehouse: str, rows: int) -> None:
     spark = ss.configure_spark(SparkSession.builder.master(master).appName("sleeper-cluster-write")
                                .config("spark.ui.enabled", "false")
                                .config("spark.executor.memory", "1g")).getOrCreate()
-    jvm_pid = spark.sparkContext._gateway.proc.pid
+    # Under spark-submit the driver's JVM started this Python process; else this process started it.
+    gateway = spark.sparkContext._gateway
+    jvm_pid = gateway.proc.pid if getattr(gateway, "proc", None) is not None else os.getppid()
     catalog = ss.Catalog.local(warehouse)
     df = spark.range(0, rows, numPartitions=8).selectExpr(
         "id", "cast(id % 7 AS string) AS part", "sha2(cast(id AS string), 256) AS payload", "rand(1) AS x")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+import sleeper_spark as ss
 from tests.fixtures.spark import quiet_log4j2
 from tests.fixtures.summary import SUMMARY_KEY
 
@@ -24,6 +25,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 HERE = Path(__file__).parent
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
+SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 
 
 def free_port() -> int:
@@ -80,10 +82,11 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
 def test_the_driver_reads_a_small_fraction_of_what_a_cluster_write_writes(
         cluster: tuple[str, dict[str, str]], tmp_path: Path, request: pytest.FixtureRequest) -> None:
     url, environment = cluster
-    # When a job on the cluster writes 600,000 rows through the helper API (Spark's own writer)
-    run = subprocess.run([sys.executable, str(HERE / "cluster_write_job.py"), url, str(tmp_path / "warehouse"),
-                          "600000"], env=environment, capture_output=True, text=True, timeout=600,
-                         cwd=HERE.parents[1])
+    # When a job submitted to the cluster with the jar writes 600,000 rows through the helper API
+    # (Spark's own writer)
+    submit = [str(SPARK_SUBMIT), "--master", url, "--jars", ss.jar_path(), "--conf", "spark.ui.enabled=false",
+              str(HERE / "cluster_write_job.py"), url, str(tmp_path / "warehouse"), "600000"]
+    run = subprocess.run(submit, env=environment, capture_output=True, text=True, timeout=600, cwd=HERE.parents[1])
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
 
