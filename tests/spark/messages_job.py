@@ -26,10 +26,9 @@ def attempt(label: str, action: Callable[[], Any]) -> None:
         outcome = {"label": label, "type": None, "message": ""}
     except Exception as error:
         # Spark raises its own exceptions; ss.sleeper_error gives back the one the source raised.
-        typed = ss.sleeper_error(error)
+        typed = ss.sleeper_error(error) or error
         outcome = {"label": label, "type": type(typed).__name__, "message": str(typed),
-                   "raised": type(error).__name__} if typed is not None else \
-            {"label": label, "type": type(error).__name__, "message": str(error), "raised": type(error).__name__}
+                   "raised": type(error).__name__, "spark_message": str(error)}
     print(json.dumps(outcome), flush=True)
 
 

@@ -58,7 +58,7 @@ def test_an_executor_failure_is_printed_once_with_a_one_frame_traceback(
     message = "is missing; run table.verify() for a full report"
 
     # Then the caller gets the error with a traceback of one frame, and stderr does not repeat it
-    raised = outcomes["executor read"]["message"]
+    raised = outcomes["executor read"]["spark_message"]  # the exception as Spark raised it
     assert "sleeper_spark.errors.StorageError: data file " in raised and message in raised
     assert raised.count("  File ") == 1, raised
     assert message not in stderr and "not nullable" not in stderr, stderr
