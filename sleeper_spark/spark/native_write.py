@@ -21,7 +21,7 @@ mid-job leaves files that no version refers to: vacuum removes them after its re
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -127,23 +127,32 @@ def _micros_timestamps(spark: Any, needed: bool) -> Iterator[None]:
                 spark.conf.set(_TIMESTAMP_CONF, setting.before)
 
 
-def described_files(table: Table, facts: list[FileFacts], state: TableState, local: bool) -> list[FileRef]:
+def described_files(table: Table, facts: Iterable[FileFacts], state: TableState, local: bool) -> list[FileRef]:
     """FileRefs of the files a write's tasks described; empty files are removed.
 
     A file its task could not read back is read here, once, for its size, checksum and footer.
     On the local disk, Hadoop leaves a ``.<name>.crc`` beside each file: removed by name.
     """
+    described = FileRefs(state.schema, state.partition_by, table.name)
+    files: list[FileRef] = []
+    unread: list[FileFacts] = []
+    removed: list[str] = []
+    for fact in facts:
+        if fact.rows == 0:
+            removed.append(join_key(table.root, fact.path))  # Spark writes an empty file for an empty input
+        elif fact.described:
+            files.append(described.of(fact))
+        else:
+            unread.append(fact)
+        if local:
+            removed.append(join_key(table.root, _crc_name(fact.path)))
+
     def read(fact: FileFacts) -> FileRef:
         data = table.store.get(join_key(table.root, fact.path))
         return footer_file_ref(data, fact.path, state.schema, state.partition_by, table.name)
 
-    written = [f for f in facts if f.rows > 0]
-    described = FileRefs(state.schema, state.partition_by, table.name)
-    files = [described.of(f) for f in written if f.described]
-    files += _parallel(read, [f for f in written if not f.described])
-    empty = [join_key(table.root, f.path) for f in facts if f.rows == 0]
-    crc = [join_key(table.root, _crc_name(f.path)) for f in facts] if local else []
-    _delete(table, empty + crc)  # Spark writes an empty file for an empty input; the Python writer writes none
+    files += _parallel(read, unread)
+    _delete(table, removed)
     return sorted(files, key=lambda f: f.path)
 
 

@@ -20,7 +20,7 @@ driver reads itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -51,17 +51,17 @@ class FileFacts:
         return self.size is not None and self.sha256 is not None
 
 
-def parse_facts(lines: str, write_dir: str) -> list[FileFacts]:
-    """The facts of a write whose files are under ``write_dir`` (relative to the table root)."""
-    facts = []
+def parse_facts(lines: str, write_dir: str) -> Iterator[FileFacts]:
+    """The facts of a write whose files are under ``write_dir`` (relative to the table root), one
+    file at a time: the caller makes each FileRef before the next line is parsed, so that what is
+    alive at once (and what Python's garbage collector walks) stays small."""
     for line in lines.splitlines():
         if not line.strip():
             continue
         record = json.loads(line)
         folder = f"{write_dir}/{record['dir']}" if record["dir"] else write_dir
-        facts.append(FileFacts(path=f"{folder}/{record['name']}", rows=int(record["rows"]), size=record["size"],
-                               sha256=record["sha256"], columns=record["columns"]))
-    return facts
+        yield FileFacts(path=f"{folder}/{record['name']}", rows=int(record["rows"]), size=record["size"],
+                        sha256=record["sha256"], columns=record["columns"])
 
 
 class FileRefs:
