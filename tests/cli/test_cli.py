@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import sleeper_spark as ss
 from sleeper_spark.maintenance.locking import maintenance_lock_path
 from sleeper_spark.storage.locks import Mutex
+from sleeper_spark.table.writes import new_write_id
 from tests.maintenance.tables import SCHEMA, age, data_files_on_disk, disk_path, rows
 
 EXECUTABLE = Path(sys.executable).parent / "sleeper-spark"
@@ -206,3 +208,24 @@ def test_truncate_reports_that_young_transactions_stay(warehouse: str) -> None:
     result = run_json("--warehouse", warehouse, "truncate", "young", "--keep", "0s", "--margin", "0")
     assert result["up_to"] is None and result["first_transaction"] == 1
     assert "nothing to truncate in young" in run("--warehouse", warehouse, "truncate", "young").stdout
+
+
+def test_verify_deep_finds_false_statistics_and_repair_rewrites_the_file(warehouse: str) -> None:
+    # Given a file whose recorded bounds leave out a value it holds (as files of older builds could)
+    table = ss.Catalog.local(warehouse).create_table("stats", pa.schema([("id", pa.int64()), ("x", pa.int64())]))
+    (file,) = table.data_file_writer().write_all([pa.table({"id": [1, 2, 3], "x": [5, 50, 500]})])
+    narrow = file.model_copy(update={"column_stats": {**file.column_stats,
+                                                      "x": ss.ColumnStats(min=50, max=500, null_count=0)}})
+    table.commit_files([narrow], "append", {}, new_write_id())
+
+    # Then a plain verify passes, a deep one reports the file, and --repair rewrites it
+    assert run_json("--warehouse", warehouse, "verify", "stats")["ok"] is True
+    deep = run("--warehouse", warehouse, "verify", "stats", "--deep", "--json", check=False)
+    assert deep.returncode == 1 and "--deep --repair" in deep.stderr
+    (problem,) = json.loads(deep.stdout)["problems"]
+    assert problem["problem"] == "stats" and "x: min 50 recorded, the data holds 5" in problem["detail"]
+    repaired = run_json("--warehouse", warehouse, "verify", "stats", "--deep", "--repair")
+    assert repaired["repaired_version"] == 3
+    assert run_json("--warehouse", warehouse, "verify", "stats", "--deep")["ok"] is True
+    assert ss.Catalog.local(warehouse).table("stats").scan(filter=pc.field("x") < 10).num_rows == 1
+    assert_user_error(run("--warehouse", warehouse, "verify", "stats", "--repair", check=False), "--repair needs --deep")
