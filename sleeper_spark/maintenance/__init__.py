@@ -19,6 +19,7 @@ from sleeper_spark.maintenance.compaction import (
 )
 from sleeper_spark.maintenance.deletion import delete_where
 from sleeper_spark.maintenance.progress import Progress
+from sleeper_spark.maintenance.restore import restore
 from sleeper_spark.maintenance.statistics_repair import repair_statistics
 from sleeper_spark.maintenance.truncation import TruncateReport, truncate_log
 from sleeper_spark.maintenance.vacuum import vacuum
@@ -44,6 +45,9 @@ class _Jobs:
     def repair_statistics(self, table: Table, spark: Any) -> Snapshot | None:
         return repair_statistics(table, spark)
 
+    def restore(self, table: Table, version: int) -> Snapshot:
+        return restore(table, version)
+
 
 register_maintenance(_Jobs())
 
@@ -56,6 +60,7 @@ __all__ = [
     "delete_where",
     "plan_compaction",
     "repair_statistics",
+    "restore",
     "rewrite_plan",
     "truncate_log",
     "vacuum",

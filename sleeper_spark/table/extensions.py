@@ -36,6 +36,8 @@ class MaintenanceJobs(Protocol):
 
     def repair_statistics(self, table: Table, spark: Any) -> Snapshot | None: ...
 
+    def restore(self, table: Table, version: int) -> Snapshot: ...
+
 
 _spark: SparkBridge | None = None
 _maintenance: MaintenanceJobs | None = None

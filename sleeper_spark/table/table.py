@@ -228,6 +228,17 @@ class Table:
         """Deletes the rows matching ``predicate``: whole files where stats allow, else rewrites."""
         return maintenance_jobs().delete_where(self, spark, predicate)
 
+    def restore(self, version: int) -> Snapshot:
+        """A new snapshot whose files are exactly those of ``version``; nothing is copied.
+
+        Operation ``"restore"``, metadata ``{"restored_version": "<version>"}``. Writes that land
+        meanwhile are undone too. ``StorageError`` (and nothing committed) when vacuum has
+        removed files of that version; ``SnapshotNotFoundError`` for a version the table never had.
+        """
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise ConfigError(f"restore takes a version number, not {version!r}")
+        return maintenance_jobs().restore(self, version)
+
     def repair_statistics(self, spark: Any = None) -> Snapshot | None:
         """Rewrites the files whose recorded statistics ``verify(deep=True)`` finds false, in one
         ``compact`` snapshot (metadata ``{"repair": "statistics"}``); None when every file's hold."""
