@@ -202,8 +202,10 @@ def test_of_several_waiters_exactly_one_takes_over(store: PlainStore, client: Dy
     outcomes: list[str] = []
 
     def waiter(index: int) -> None:
-        # Each with a clock of its own; a real millisecond per poll lets the threads interleave.
-        clock = FakeClock(lambda now: time.sleep(0.001))
+        # Each with a clock of its own; real time per poll lets the threads interleave. 10 ms, not
+        # 1: the losers' polls are bounded in fake time, and under a loaded machine (the other
+        # test worker running Spark) 1 ms a poll ran them out before the winner had written.
+        clock = FakeClock(lambda now: time.sleep(0.01))
         try:
             strategy(store, client, lock_table, clock).create_if_absent(key, f"waiter {index}".encode())
             outcomes.append(f"won {index}")
