@@ -143,7 +143,9 @@ def verify(name: TableName, version: Annotated[int | None, typer.Option(
         report = reading.verify_files(table.store, table.root, files, state.version,
                                       progress=bars.advance("verifying", len(files)),
                                       deep_schema=state.schema if deep else None)
-    repaired = table.repair_statistics() if repair and any(p.problem == "stats" for p in report.problems) else None
+    repaired = None
+    if repair and any(p.problem == "stats" for p in report.problems):
+        repaired = maintenance.repair_statistics(table, found=report)  # the deep verify just made, not another
     if json_:
         emit_json({**report.model_dump(mode="json"), "ok": report.ok,
                    "repaired_version": None if repaired is None else repaired.version})

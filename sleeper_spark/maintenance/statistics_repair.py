@@ -18,7 +18,7 @@ from sleeper_spark.maintenance.compaction import CompactionPlan, rewrite_plan
 from sleeper_spark.maintenance.planning import FileGroup, partition_key
 from sleeper_spark.maintenance.progress import Progress
 from sleeper_spark.maintenance.replacement import commit_replacement
-from sleeper_spark.models import Snapshot
+from sleeper_spark.models import Snapshot, VerifyReport
 from sleeper_spark.source_options import DEFAULT_TARGET_FILE_BYTES
 
 if TYPE_CHECKING:
@@ -30,10 +30,15 @@ REPAIR_METADATA = {"repair": "statistics"}
 
 
 def repair_statistics(table: Table, spark: Any = None, *, executor: str = "auto",
-                      progress: Progress | None = None) -> Snapshot | None:
-    """Rewrites the current version's files with false statistics; None when there are none."""
+                      progress: Progress | None = None, found: VerifyReport | None = None) -> Snapshot | None:
+    """Rewrites the current version's files with false statistics; None when there are none.
+
+    ``found``, a deep verify's report of the current version (the CLI has just made one), spares
+    reading every file again; of another version, it is ignored.
+    """
     state = table.state()
-    report = table.verify(state.version, deep=True)
+    report = found if found is not None and found.version == state.version else table.verify(state.version,
+                                                                                               deep=True)
     wrong = [problem.path for problem in report.problems if problem.problem == "stats"]
     others = [problem for problem in report.problems if problem.problem != "stats"]
     if others:
