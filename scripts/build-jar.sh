@@ -34,6 +34,8 @@ trap 'rm -rf "${build}"' EXIT
 mapfile -t sources < <(find jars/src -name '*.java' | LC_ALL=C sort)
 javac --release 17 -Xlint:all,-serial,-processing,-options,-path,-classfile -Werror -cp "${pyspark_jars}/*" -d "${build}/classes" "${sources[@]}"
 printf 'Implementation-Title: sleeper-spark\nImplementation-Version: %s\n' "${version}" > "${build}/MANIFEST.MF"
+# jars/resources holds the service file through which Spark finds format("sleeper").
+cp -R jars/resources/. "${build}/classes/"
 # A fixed timestamp and entries in sorted order (not the file system's) keep the jar
 # byte-identical for identical sources.
 entries=()

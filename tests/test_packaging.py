@@ -60,7 +60,9 @@ _NATIVE_READ = textwrap.dedent("""
     # No ss.register(spark): the helper read registered the format
     spark.range(3).selectExpr("id", "'c' AS day").write.format("sleeper").options(**catalog.options()) \
         .mode("append").save("t")
-    print("format", spark.read.format("sleeper").options(**catalog.options()).load("t").count())
+    loaded = spark.read.format("sleeper").options(**catalog.options()).load("t")
+    print("format", loaded.count())
+    print("format_plan", loaded._jdf.queryExecution().executedPlan().toString().replace(chr(10), " "))
     spark.stop()
 """)
 
@@ -92,5 +94,6 @@ def test_a_wheel_in_a_new_environment_reads_through_spark_parquet_reader(dist: P
     assert lines["package"].startswith(str(venv))
     assert lines["rows"] == "5"
     assert "FileScan parquet" in lines["plan"] and "SleeperFileIndex" in lines["plan"]
-    # And a helper call left format("sleeper") registered in the session
+    # And a helper call left format("sleeper") registered in the session, on Spark's own reader too
     assert lines["format"] == "13"
+    assert "FileScan parquet" in lines["format_plan"] and "SleeperFileIndex" in lines["format_plan"]

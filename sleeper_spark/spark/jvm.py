@@ -61,14 +61,26 @@ def configure_spark(builder: Builder) -> Builder:
 
 def native_entry(spark: Any) -> Any | None:
     """py4j's view of the jar's entry class when ``spark`` can use the native path, else None."""
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
+    if getattr(spark, "_jvm", None) is None:
         _tell("spark-connect", "this is a Spark Connect session: tables are read through the sleeper "
               "Python data source; install the jar on the server (ss.jar_path()) for Spark's own reader")
         return None
     try:
         if str(spark.conf.get(NATIVE_CONF, "true")).lower() == "false":
             return None
+    except Exception as error:  # py4j errors of any kind: the fallback always works
+        log.debug("native path unavailable: %s", error)
+        return None
+    return jar_entry(spark)
+
+
+def jar_entry(spark: Any) -> Any | None:
+    """The jar's entry class when this classic session has the jar of this package's version, else None
+    (whether or not the session has switched the native path off)."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        return None
+    try:
         entry = _load_class(spark, jvm)
     except Exception as error:  # py4j errors of any kind: the fallback always works
         log.debug("native path unavailable: %s", error)

@@ -17,6 +17,7 @@ import logging
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -35,35 +36,69 @@ _STAT_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "
 
 
 
+@dataclass(frozen=True)
+class HandOver:
+    """A version's files written for the JVM, and what the JVM needs besides to read them.
+
+    ``manifest`` is a temporary file that whoever passes this to the JVM deletes afterwards.
+    """
+
+    description: str
+    root: str
+    manifest: str
+    schema_json: str  # the table's columns as Spark's schema JSON
+    partition_by: tuple[str, ...]
+
+
 def read_native(table: Table, spark: Any, version: int | None) -> Any | None:
     """The table at ``version`` (None: now) as a DataFrame over Spark's Parquet reader, or None
     when this session cannot take the native path (the caller then uses the Python source)."""
     entry = native_entry(spark)
     if entry is None:
         return None
-    state = table.state(version)
-    if not native_types(state.schema):
-        log.info("table %s has nanosecond timestamps, which Spark's Parquet reader cannot read: "
-                 "reading through the Python data source", table.name)
+    files = hand_over(table, spark, entry, version)
+    if files is None:
         return None
-    root = hadoop_location(spark, entry, table.location, table.catalog.config.s3_endpoint)
-    if root is None:
-        return None
-    started = time.perf_counter()
-    files = files_for(table, state.version)
-    handed_over = time.perf_counter()
     try:
-        jdf = _data_frame(spark, entry, f"sleeper:{table.name}@{state.version}", root, files, state.schema,
-                          state.partition_by)
+        jdf = entry.dataFrame(spark._jsparkSession, files.description, files.root, files.manifest,
+                              files.schema_json, _string_array(spark, files.partition_by))
     except Exception as error:  # e.g. a Spark build whose internals differ from the one the jar was built on
         log.warning("table %s: Spark's Parquet reader could not be set up (%s); reading through the Python "
                     "data source", table.name, str(error).splitlines()[0])
         return None
-    log.debug("table %s version %d: %d files handed over in %.3f s, indexed by the JVM in %.3f s", table.name,
-              state.version, files.num_rows, handed_over - started, time.perf_counter() - handed_over)
+    finally:
+        os.unlink(files.manifest)
     from pyspark.sql import DataFrame
 
     return DataFrame(jdf, spark)
+
+
+def hand_over(table: Table, spark: Any, entry: Any, version: int | None) -> HandOver | None:
+    """The files of ``table`` at ``version`` (None: now) written for the JVM, or None when Spark's
+    reader cannot read this table in this session (nanosecond timestamps, no file system for its
+    location)."""
+    state = table.state(version)
+    root = native_root(table, spark, entry, state.schema)
+    if root is None:
+        return None
+    started = time.perf_counter()
+    files = files_for(table, state.version)
+    manifest = _write_manifest(files)
+    log.debug("table %s version %d: %d files handed over in %.3f s", table.name, state.version, files.num_rows,
+              time.perf_counter() - started)
+    from sleeper_spark.spark.reader import spark_schema
+
+    return HandOver(description=f"sleeper:{table.name}@{state.version}", root=root.rstrip("/"), manifest=manifest,
+                    schema_json=spark_schema(state.schema, guarded=False).json(), partition_by=state.partition_by)
+
+
+def native_root(table: Table, spark: Any, entry: Any, schema: TableSchema) -> str | None:
+    """The table's location as Spark's Hadoop names it, or None when Spark's reader cannot read it here."""
+    if not native_types(schema):
+        log.info("table %s has nanosecond timestamps, which Spark's Parquet reader cannot read: "
+                 "reading through the Python data source", table.name)
+        return None
+    return hadoop_location(spark, entry, table.location, table.catalog.config.s3_endpoint)
 
 
 def native_types(schema: TableSchema) -> bool:
@@ -126,15 +161,25 @@ def _data_frame(spark: Any, entry: Any, description: str, root: str, files: pa.T
     from sleeper_spark.spark.reader import spark_schema
 
     struct = spark_schema(schema, guarded=False)
+    manifest = _write_manifest(files)
+    try:
+        return entry.dataFrame(spark._jsparkSession, description, root.rstrip("/"), manifest, struct.json(),
+                               _string_array(spark, partition_by))
+    finally:
+        os.unlink(manifest)
+
+
+def _write_manifest(files: pa.Table) -> str:
+    """``files`` as an Arrow IPC stream of one batch in a new temporary file; returns its path."""
     handle, manifest = tempfile.mkstemp(prefix="sleeper-files-", suffix=".arrows")
     try:
         with os.fdopen(handle, "wb") as sink, pa.ipc.new_stream(sink, files.schema) as writer:
             if files.num_rows:
                 writer.write_batch(files.combine_chunks().to_batches()[0])  # the JVM reads one batch
-        return entry.dataFrame(spark._jsparkSession, description, root.rstrip("/"), manifest, struct.json(),
-                               _string_array(spark, partition_by))
-    finally:
+    except BaseException:
         os.unlink(manifest)
+        raise
+    return manifest
 
 
 def _string_array(spark: Any, values: tuple[str, ...]) -> Any:

@@ -10,6 +10,7 @@ current conf as explicit options.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -31,7 +32,12 @@ from sleeper_spark.spark.stream_reader import plan_stream_read
 from sleeper_spark.spark.stream_writer import plan_stream_write
 from sleeper_spark.spark.writer import plan_write
 
+log = logging.getLogger(__name__)
+
 SOURCE_NAME = "sleeper"
+# Where the jar is loaded, its source answers format("sleeper") and Spark refuses a Python source
+# of that name; the Python source is then registered under this one, and the jar's hands work to it.
+PYTHON_SOURCE_NAME = "sleeper_python"  # SleeperSource.PYTHON_NAME
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
@@ -101,13 +107,41 @@ def register_source(spark: Any) -> None:
             return
         # A class built here is not importable by name, so cloudpickle ships it by value,
         # class attributes included; its methods come from SleeperDataSource by reference.
-        source = type("SleeperDataSourceForSession", (SleeperDataSource,), {
-            "session_options": conf, "default_parallelism": parallelism, "__module__": __name__,
-            "__qualname__": "SleeperDataSourceForSession",
-        })
-        spark.dataSource.register(source)
+        attributes = {"session_options": conf, "default_parallelism": parallelism, "__module__": __name__,
+                      "__qualname__": "SleeperDataSourceForSession"}
+        source = type("SleeperDataSourceForSession", (SleeperDataSource,), attributes)
+        try:
+            spark.dataSource.register(source)
+        except Exception as error:
+            if "DATA_SOURCE_ALREADY_EXISTS" not in str(error):
+                raise
+            # The jar's source has the name (see PYTHON_SOURCE_NAME), here or on a Spark Connect server.
+            spark.dataSource.register(type("SleeperDataSourceForSession", (source,), {
+                "name": classmethod(lambda cls: PYTHON_SOURCE_NAME), "__module__": __name__,
+                "__qualname__": "SleeperDataSourceForSession"}))
         messages.quiet_duplicate_task_logs(spark)  # once per session, not on every helper call
+        _connect_format(spark)
         REGISTERED_SOURCES.set(spark, key)
+
+
+def _connect_format(spark: Any) -> None:
+    """Where the session has the jar, ``format("sleeper")`` runs on Spark's own Parquet reader and
+    writer (see :mod:`sleeper_spark.spark.format_bridge`); says at INFO which way it runs."""
+    from sleeper_spark.spark.format_bridge import connect
+    from sleeper_spark.spark.jvm import jar_entry
+
+    if getattr(spark, "_jvm", None) is None:
+        log.info("format('sleeper') in this Spark Connect session runs through the sleeper Python data source "
+                 "on the server")
+        return
+    entry = jar_entry(spark)
+    if entry is None:
+        log.info("format('sleeper') in this session runs through the sleeper Python data source (the session "
+                 "has no sleeper_spark jar of this version: ss.configure_spark adds it)")
+        return
+    connect(spark, entry)
+    log.info("format('sleeper') in this session runs on Spark's own Parquet reader and writer (the sleeper_spark "
+             "jar is loaded); streaming reads and writes run through the sleeper Python data source")
 
 
 def current_session_options(spark: Any) -> dict[str, str]:

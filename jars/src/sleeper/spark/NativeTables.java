@@ -41,6 +41,13 @@ public final class NativeTables {
     public static Dataset<Row> dataFrame(SparkSession spark, String description, String rootUri,
                                          String manifestFile, String schemaJson, String[] partitionColumns)
             throws IOException {
+        return spark.baseRelationToDataFrame(relation(spark, description, rootUri, manifestFile, schemaJson,
+                partitionColumns));
+    }
+
+    /** The relation {@link #dataFrame} reads: also what {@code format("sleeper")} gives Spark for a read. */
+    static HadoopFsRelation relation(SparkSession spark, String description, String rootUri, String manifestFile,
+                                     String schemaJson, String[] partitionColumns) throws IOException {
         StructType dataSchema = (StructType) DataType.fromJson(schemaJson);
         List<StructField> partitionFields = new ArrayList<>();
         for (String column : partitionColumns) {
@@ -52,9 +59,8 @@ public final class NativeTables {
         SleeperFileIndex index = new SleeperFileIndex(description, rootUri, partitionSchema, manifest, timeZone);
         // Data files keep their partition columns, so the data schema is the whole table; Spark
         // takes those columns' values from the index and reads the rest from the files.
-        HadoopFsRelation relation = new HadoopFsRelation(index, partitionSchema, dataSchema, Option.empty(),
-                new SleeperParquetFormat(), readOptions(dataSchema), spark);
-        return spark.baseRelationToDataFrame(relation);
+        return new HadoopFsRelation(index, partitionSchema, dataSchema, Option.empty(), new SleeperParquetFormat(),
+                readOptions(dataSchema), spark);
     }
 
     /**
@@ -132,6 +138,16 @@ public final class NativeTables {
         String lines = String.join("\n", facts.value());
         AccumulatorContext.remove(facts.id());
         return lines;
+    }
+
+    /** Connects the Python driver's side of {@code format("sleeper")} (see {@link SleeperSource}). */
+    public static void connectFormat(FormatBridge driverSide) {
+        SleeperSource.connect(driverSide);
+    }
+
+    /** Whether a Python driver has connected its side of {@code format("sleeper")} in this JVM. */
+    public static boolean formatConnected() {
+        return SleeperSource.connected();
     }
 
     /** The version of this jar, so that the Python side can refuse a stale one. */

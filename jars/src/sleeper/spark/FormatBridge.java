@@ -1,0 +1,37 @@
+package sleeper.spark;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.classic.SparkSession;
+
+/**
+ * What the Python driver does for {@code format("sleeper")}: the log and the commit protocol
+ * stay in Python, and the JVM source calls them through py4j's callback server (the mechanism
+ * of PySpark's {@code foreachBatch}).
+ *
+ * <p>Each method gets the read's or write's options and the session's {@code spark.sleeper.*}
+ * settings as two JSON objects of strings (one string crosses py4j in one call, where a map
+ * costs a call per entry), and answers with one JSON object. A failure is {@code {"error": <name>,
+ * "message": <text>}}, where the name is a sleeper_spark error class; {@link SleeperSource} turns
+ * it into an exception whose message starts {@code sleeper_spark.errors.<name>: }. Any other
+ * failure is {@code {"failure": <text>}}.
+ */
+public interface FormatBridge {
+    /**
+     * How a read or write with these options runs: {@code {"native": true|false, "schema": <Spark
+     * schema JSON, or null when the table does not exist>}}, and for a table that does not exist
+     * {@code "missing": <why>}. Not native: the Python data source runs it (a session switched off
+     * the jar, a table Spark's reader cannot read).
+     */
+    String route(SparkSession spark, String options, String sessionConf);
+
+    /**
+     * The files of the version a read selects: {@code {"description", "root", "manifest",
+     * "schema", "partitionColumns"}}, as {@link NativeTables#relation} takes them. The manifest
+     * is a temporary file that the caller deletes once it is read.
+     */
+    String handOver(SparkSession spark, String options, String sessionConf);
+
+    /** Writes {@code data} as one snapshot with Spark's own Parquet writer: {@code {"version": n}} or {@code {}}. */
+    String write(SparkSession spark, Dataset<Row> data, String mode, String options, String sessionConf);
+}

@@ -1,0 +1,244 @@
+package sleeper.spark;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.CreatableRelationProvider;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.sources.RelationProvider;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * {@code format("sleeper")} in a session that has the jar.
+ *
+ * <p>Spark finds a source by its short name in the jars before it looks at Python data sources,
+ * so this class answers every {@code format("sleeper")}. Where the Python driver has connected
+ * its {@link FormatBridge} (``sleeper_spark.register``, which every helper call makes), batch
+ * reads and writes run on Spark's own Parquet reader and writer: the table it gives Spark lacks
+ * the batch capabilities, so Spark uses the V1 side, {@link #createRelation}, which asks the
+ * driver's Python side for the version's files (a file index that prunes per query) or to
+ * commit the write. Everything else (streaming, a session that switched the jar off, a table
+ * Spark's reader cannot read, a session with no bridge such as a Spark Connect server) goes to
+ * the Python data source (registered as {@value #PYTHON_NAME}), to which this class hands the work
+ * unchanged.
+ */
+public final class SleeperSource implements DataSourceRegister, TableProvider, RelationProvider,
+        CreatableRelationProvider {
+    public static final String SHORT_NAME = "sleeper";
+    /**
+     * The name the Python data source is registered under where this jar is loaded: Spark refuses
+     * to register a Python source under a name that a jar's source already has.
+     */
+    public static final String PYTHON_NAME = "sleeper_python";
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String SESSION_PREFIX = "spark.sleeper.";
+    private static volatile FormatBridge bridge;
+
+    private PythonDataSourceV2 python;
+    // Spark asks one instance for the schema and then the table of one read: one route answers both.
+    private Map<String, String> routedOptions;
+    private JsonNode route;
+
+    /** Connects the Python driver's side; the last one connected wins (one driver per JVM). */
+    public static void connect(FormatBridge driverSide) {
+        bridge = driverSide;
+    }
+
+    /** Whether a Python driver has connected its side in this JVM. */
+    public static boolean connected() {
+        return bridge != null;
+    }
+
+    @Override
+    public String shortName() {
+        return SHORT_NAME;
+    }
+
+    @Override
+    public boolean supportsExternalMetadata() {
+        return true; // a write hands over its data's schema, so nothing is inferred for it
+    }
+
+    @Override
+    public StructType inferSchema(CaseInsensitiveStringMap options) {
+        JsonNode routed = route(options.asCaseSensitiveMap());
+        if (routed != null && routed.path("native").asBoolean(false) && routed.hasNonNull("missing")) {
+            // Only reads (and streaming writes, which need the table) ask for a schema.
+            throw new IllegalArgumentException("sleeper_spark.errors.TableNotFoundError: "
+                    + routed.get("missing").asText());
+        }
+        JsonNode schema = routed == null ? null : routed.get("schema");
+        if (schema == null || schema.isNull()) {
+            return python().inferSchema(options);
+        }
+        return (StructType) DataType.fromJson(schema.asText());
+    }
+
+    @Override
+    public Transform[] inferPartitioning(CaseInsensitiveStringMap options) {
+        return new Transform[0]; // partition columns are the table's business, not Spark's
+    }
+
+    @Override
+    public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+        Table table = python().getTable(schema, partitioning, properties);
+        JsonNode routed = route(properties);
+        return routed != null && routed.path("native").asBoolean(false) ? new StreamingOnlyTable(table) : table;
+    }
+
+    /** A batch read: Spark's Parquet reader over a file index of the version the options select. */
+    @Override
+    public BaseRelation createRelation(SQLContext sqlContext, scala.collection.immutable.Map<String, String> parameters) {
+        SparkSession spark = (SparkSession) sqlContext.sparkSession();
+        FormatBridge driverSide = requireBridge("a read");
+        JsonNode files = answer(driverSide.handOver(spark, json(CollectionConverters.asJava(parameters)),
+                sessionConf(spark)));
+        Path manifest = Path.of(files.get("manifest").asText());
+        try {
+            JsonNode columns = files.get("partitionColumns");
+            String[] partitionColumns = new String[columns.size()];
+            for (int i = 0; i < partitionColumns.length; i++) {
+                partitionColumns[i] = columns.get(i).asText();
+            }
+            return NativeTables.relation(spark, files.get("description").asText(), files.get("root").asText(),
+                    manifest.toString(), files.get("schema").asText(), partitionColumns);
+        } catch (IOException error) {
+            throw new UncheckedIOException(error);
+        } finally {
+            try {
+                Files.deleteIfExists(manifest);
+            } catch (IOException ignored) {
+                // a temporary file: the operating system's cleanup removes it
+            }
+        }
+    }
+
+    /** A batch write: Spark's Parquet writer, then one commit, both run by the driver's Python side. */
+    @Override
+    public BaseRelation createRelation(SQLContext sqlContext, SaveMode mode,
+                                       scala.collection.immutable.Map<String, String> parameters, Dataset<Row> data) {
+        SparkSession spark = (SparkSession) sqlContext.sparkSession();
+        FormatBridge driverSide = requireBridge("a write");
+        answer(driverSide.write(spark, data, mode.name(), json(CollectionConverters.asJava(parameters)),
+                sessionConf(spark)));
+        return new WrittenRelation(sqlContext, data.schema());
+    }
+
+    private JsonNode route(Map<String, String> options) {
+        FormatBridge driverSide = bridge;
+        if (driverSide == null) {
+            return null;
+        }
+        if (route == null || !Objects.equals(routedOptions, options)) {
+            SparkSession spark = SparkSession.active();
+            route = answer(driverSide.route(spark, json(options), sessionConf(spark)));
+            routedOptions = new HashMap<>(options);
+        }
+        return route;
+    }
+
+    private PythonDataSourceV2 python() {
+        if (python == null) {
+            if (!SparkSession.active().sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
+                throw new IllegalArgumentException("the sleeper data source is not registered in this session: "
+                        + "call sleeper_spark.register(spark) first (catalog.read and catalog.write do it too)");
+            }
+            python = new PythonDataSourceV2();
+            python.setShortName(PYTHON_NAME);
+        }
+        return python;
+    }
+
+    private static FormatBridge requireBridge(String what) {
+        FormatBridge driverSide = bridge;
+        if (driverSide == null) {
+            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: " + what + " through Spark's own "
+                    + "Parquet reader needs the Python driver of a classic Spark session: call sleeper_spark.register"
+                    + "(spark) first; in a Spark Connect session use spark.read.format(\"sleeper\") or "
+                    + "df.write.format(\"sleeper\"), which run through the Python data source");
+        }
+        return driverSide;
+    }
+
+    /** The bridge's answer, or the sleeper_spark error it reports, message first. */
+    private static JsonNode answer(String json) {
+        JsonNode node;
+        try {
+            node = JSON.readTree(json);
+        } catch (IOException error) {
+            throw new IllegalStateException("the sleeper_spark driver side answered with something other than JSON: "
+                    + json, error);
+        }
+        JsonNode error = node.get("error");
+        if (error != null) {
+            throw new IllegalArgumentException("sleeper_spark.errors." + error.asText() + ": "
+                    + node.path("message").asText());
+        }
+        JsonNode failure = node.get("failure");
+        if (failure != null) { // anything else the driver side raised, Spark's own errors included
+            throw new IllegalStateException(failure.asText());
+        }
+        return node;
+    }
+
+    /** The session's {@code spark.sleeper.*} settings, keys as set, as a JSON object. */
+    private static String sessionConf(SparkSession spark) {
+        Map<String, String> settings = new HashMap<>();
+        CollectionConverters.asJava(spark.conf().getAll()).forEach((key, value) -> {
+            if (key.toLowerCase(Locale.ROOT).startsWith(SESSION_PREFIX)) {
+                settings.put(key, value);
+            }
+        });
+        return json(settings);
+    }
+
+    private static String json(Map<String, String> map) {
+        try {
+            return JSON.writeValueAsString(map);
+        } catch (IOException error) {
+            throw new UncheckedIOException(error);
+        }
+    }
+
+    /** What a write returns to Spark: the written data's schema, for the cache Spark refreshes after an overwrite. */
+    private static final class WrittenRelation extends BaseRelation {
+        private final SQLContext sqlContext;
+        private final StructType schema;
+
+        WrittenRelation(SQLContext sqlContext, StructType schema) {
+            this.sqlContext = sqlContext;
+            this.schema = schema;
+        }
+
+        @Override
+        public SQLContext sqlContext() {
+            return sqlContext;
+        }
+
+        @Override
+        public StructType schema() {
+            return schema;
+        }
+    }
+}

@@ -1,0 +1,197 @@
+"""The Python driver's side of ``format("sleeper")`` on Spark's own Parquet reader and writer.
+
+In a session with the jar, Spark resolves ``format("sleeper")`` to the jar's ``SleeperSource``
+(a source in a jar wins over a Python data source of the same name). It calls back into this
+process, through py4j's callback server as ``foreachBatch`` does, to learn a read's files and
+to have a write committed, so the log and the commit protocol stay here:
+
+- ``route``: whether a read or write with these options runs natively, and the schema of the
+  table version a read selects. Not native (the session switched the jar off, nanosecond
+  timestamps, no Hadoop file system for the table's location): the JVM hands the work to the
+  ``sleeper`` Python data source unchanged.
+- ``handOver``: the version's files, in the same hand-over as ``catalog.read``
+  (:mod:`sleeper_spark.spark.native_read`); the JVM builds its file index from them, which
+  prunes for each query.
+- ``write``: the same native write and commit as ``catalog.write``
+  (:mod:`sleeper_spark.spark.native_write`), with Spark's four save modes.
+
+Each answer is one JSON object; a sleeper_spark error goes back as ``{"error": <class>,
+"message": <text>}`` and the JVM raises it message first, where :func:`ss.sleeper_error` finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sleeper_spark.commit import idempotent_repeat
+from sleeper_spark.errors import ConfigError, SleeperSparkError, TableAlreadyExistsError, TableNotFoundError
+from sleeper_spark.models import TableSchema
+from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.spark.jvm import hadoop_location, native_entry
+from sleeper_spark.spark.native_read import hand_over, native_root
+from sleeper_spark.spark.native_write import write_native
+from sleeper_spark.spark.options import merge, open_catalog, parse_read, parse_write, session_options
+from sleeper_spark.spark.reader import spark_schema
+from sleeper_spark.table import Catalog, Table
+from sleeper_spark.table.writes import check_write_args
+
+log = logging.getLogger(__name__)
+
+BRIDGE_INTERFACE = "sleeper.spark.FormatBridge"
+# How Spark's partitionBy() reaches a V1 source: a JSON list among the write's options.
+_PARTITION_COLUMNS = "__partition_columns"
+_SAVE_MODES = {"Append": "append", "Overwrite": "overwrite", "ErrorIfExists": "errorifexists", "Ignore": "ignore"}
+
+
+def connect(spark: Any, entry: Any) -> None:
+    """Connects this process as the driver side of ``format("sleeper")`` in ``spark``'s JVM; idempotent."""
+    if entry.formatConnected():
+        return
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    gateway = spark.sparkContext._gateway
+    ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
+    entry.connectFormat(FormatBridge(spark.sparkContext))
+
+
+class FormatBridge:
+    """The ``sleeper.spark.FormatBridge`` the JVM calls; each method runs on a py4j callback thread."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    def route(self, jsession: Any, options: str, session_conf: str) -> str:
+        return _answer(lambda: _route(self._session(jsession), _options(options, session_conf)))
+
+    def handOver(self, jsession: Any, options: str, session_conf: str) -> str:  # the Java interface names it
+        return _answer(lambda: _hand_over(self._session(jsession), _options(options, session_conf)))
+
+    def write(self, jsession: Any, jdf: Any, mode: str, options: str, session_conf: str) -> str:
+        def run() -> dict[str, Any]:
+            from pyspark.sql import DataFrame
+
+            spark = self._session(jsession)
+            given = json.loads(options)
+            partitioning = tuple(json.loads(given.pop(_PARTITION_COLUMNS, "[]")))
+            return _write(spark, DataFrame(jdf, spark), mode, merge(session_options(json.loads(session_conf)), given),
+                          partitioning)
+
+        return _answer(run)
+
+    def _session(self, jsession: Any) -> Any:
+        # As PySpark's foreachBatch does: a Python session over the JVM session that called.
+        from pyspark.sql import SparkSession
+
+        return SparkSession(self._context, jsession)
+
+    class Java:
+        implements = [BRIDGE_INTERFACE]
+
+
+def _answer(work: Callable[[], Mapping[str, Any]]) -> str:
+    try:
+        return json.dumps(dict(work()))
+    except SleeperSparkError as error:
+        return json.dumps({"error": type(error).__name__, "message": str(error)})
+    except Exception as error:  # Spark's own failures (a failed job) go back as text
+        log.debug("format('sleeper') failed on the driver side", exc_info=True)
+        return json.dumps({"failure": f"{type(error).__name__}: {error}"})
+
+
+def _options(options: str, session_conf: str) -> dict[str, str]:
+    """The options the JVM sent over the session's ``spark.sleeper.*`` settings (both JSON)."""
+    return merge(session_options(json.loads(session_conf)), json.loads(options))
+
+
+def _route(spark: Any, options: Mapping[str, str]) -> dict[str, Any]:
+    entry = native_entry(spark)
+    if entry is None:
+        return {"native": False, "schema": None}
+    settings = parse_read(options)
+    catalog = open_catalog(options)
+    try:
+        table = catalog.table(settings.table)
+    except TableNotFoundError as missing:
+        # A write may create it: native if Spark can write where the table would be. A read fails
+        # with the message given here.
+        location = catalog.backend.store.uri(settings.table)
+        native = hadoop_location(spark, entry, location, catalog.config.s3_endpoint) is not None
+        return {"native": native, "schema": None, "missing": str(missing)}
+    version = table.resolve_version(settings.version, settings.timestamp)
+    state = table.state(version)
+    if native_root(table, spark, entry, state.schema) is None:
+        return {"native": False, "schema": None}
+    return {"native": True, "schema": spark_schema(state.schema, guarded=False).json()}
+
+
+def _hand_over(spark: Any, options: Mapping[str, str]) -> dict[str, Any]:
+    entry = native_entry(spark)
+    settings = parse_read(options)
+    table = open_catalog(options).table(settings.table)
+    version = table.resolve_version(settings.version, settings.timestamp)
+    files = hand_over(table, spark, entry, version) if entry is not None else None
+    if files is None:
+        raise ConfigError(f"table {table.name!r} cannot be read by Spark's own Parquet reader in this session, and a "
+                          "SQL view over format('sleeper') needs it: create the view from the DataFrame instead, "
+                          f"spark.read.format('sleeper')...load({table.name!r}).createOrReplaceTempView(...)")
+    return {"description": files.description, "root": files.root, "manifest": files.manifest,
+            "schema": files.schema_json, "partitionColumns": list(files.partition_by)}
+
+
+def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
+           spark_partitioning: tuple[str, ...]) -> dict[str, Any]:
+    settings = parse_write(options)
+    mode = _SAVE_MODES.get(save_mode, save_mode.lower())
+    partition_by = _partition_by(settings.partition_by, spark_partitioning)
+    metadata = check_write_args("overwrite" if mode == "overwrite" else "append", settings.metadata,
+                                settings.app_id, settings.app_version)
+    catalog = open_catalog(options)
+    table = _existing(catalog, settings.table)
+    if table is not None and mode == "errorifexists":
+        raise TableAlreadyExistsError(f"table {table.name!r} exists and the save mode is errorifexists (Spark's "
+                                      "default): use .mode('append') or .mode('overwrite'); nothing was written")
+    if table is not None and mode == "ignore":
+        return {}
+    if table is None:
+        table = _create(catalog, settings.table, TableSchema.from_any(df.schema), partition_by,
+                        settings.event_time_column)
+    state = table.state()
+    if partition_by and partition_by != state.partition_by:
+        raise ConfigError(f"table {table.name!r} is partitioned by {list(state.partition_by)}, "
+                          f"not {list(partition_by)}; nothing was written")
+    check_data_schema(TableSchema.from_any(df.schema), state.schema, table.name)
+    earlier = idempotent_repeat(state, settings.app_id, settings.app_version)
+    if earlier is not None:
+        return {"version": earlier.version}
+    snapshot = write_native(table, df, state, "overwrite" if mode == "overwrite" else "append", metadata,
+                            settings.app_id, settings.app_version)
+    if snapshot is None:  # the session changed between Spark's planning and this call
+        raise ConfigError(f"table {table.name!r} can no longer be written by Spark's own Parquet writer in this "
+                          "session (was spark.sleeper_spark.native switched off?); save again")
+    return {"version": snapshot.version}
+
+
+def _partition_by(option: tuple[str, ...] | None, spark_partitioning: tuple[str, ...]) -> tuple[str, ...]:
+    """The partition columns of ``.option("partition_by", ...)`` or Spark's ``partitionBy()``, which must agree."""
+    if option is not None and spark_partitioning and option != spark_partitioning:
+        raise ConfigError(f"partitionBy({', '.join(spark_partitioning)}) and the partition_by option "
+                          f"({','.join(option)}) differ: give one of them; nothing was written")
+    return option if option is not None else spark_partitioning
+
+
+def _existing(catalog: Catalog, name: str) -> Table | None:
+    try:
+        return catalog.table(name)
+    except TableNotFoundError:
+        return None
+
+
+def _create(catalog: Catalog, name: str, schema: TableSchema, partition_by: tuple[str, ...],
+            event_time_column: str | None) -> Table:
+    try:
+        return catalog.create_table(name, schema, partition_by=partition_by, event_time_column=event_time_column)
+    except TableAlreadyExistsError:
+        return catalog.table(name)  # another job created it first: write into theirs

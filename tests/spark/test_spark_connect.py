@@ -1,0 +1,70 @@
+"""A Spark Connect server from pyspark's own start-connect-server.sh on loopback, with the jar:
+its clients' format("sleeper") and helper calls run through the sleeper Python data source on the
+server (a Connect client has no JVM to connect the native path to), and give the right rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+
+import sleeper_spark as ss
+from tests.fixtures.spark import quiet_log4j2
+from tests.spark.test_standalone_cluster import free_port, wait_for_port
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+pytest.importorskip("grpc", reason="the Spark Connect client needs pyspark[connect] (the test extras have it)")
+
+SPARK_HOME = Path(pyspark.__file__).parent
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def connect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A Connect server (local[2], the jar on its classpath) on 127.0.0.1; yields its URL and the environment."""
+    log4j = quiet_log4j2(tmp_path)
+    port = free_port()
+    environment = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_NO_DAEMONIZE": "1",
+                   "SPARK_LOG_DIR": str(tmp_path / "logs"), "SPARK_PID_DIR": str(tmp_path / "pids"),
+                   "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+                   "JDK_JAVA_OPTIONS": f"-Dlog4j2.configurationFile=file:{log4j}"}
+    server = subprocess.Popen(
+        [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]", "--jars", ss.jar_path(),
+         "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+         "--conf", "spark.ui.enabled=false"],
+        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, server, seconds=120)
+        yield f"sc://127.0.0.1:{port}", environment
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def test_a_connect_client_reads_and_writes_through_the_python_source(
+        connect_server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    url, environment = connect_server
+    warehouse = tmp_path / "warehouse"
+
+    run = subprocess.run([sys.executable, str(HERE / "connect_job.py"), url, str(warehouse)], env=environment,
+                         capture_output=True, text=True, timeout=600, cwd=HERE.parents[1])
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result == {"count": 115, "part_1": 28, "at_version_2": 100, "helper_version": 4, "helper_read": 5,
+                      "missing": "TableNotFoundError"}
+    table = ss.Catalog.local(str(warehouse)).table("events")
+    assert table.partition_by == ("part",)
+    # Written by the Python data source's tasks, not by Spark's own writer (data/spark-<write id>/)
+    assert table.files() and not any(f.path.startswith("data/spark-") for f in table.files())
+    assert table.verify().ok
