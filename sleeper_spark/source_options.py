@@ -102,6 +102,8 @@ class WriteOptions(SourceOptions):
     target_file_bytes: int = Field(default=DEFAULT_TARGET_FILE_BYTES, gt=0,
                                    description="a task starts a new data file once its file reaches this size")
     row_group_rows: int = Field(default=DEFAULT_ROW_GROUP_ROWS, gt=0, description="rows per Parquet row group")
+    merge_schema: TrueOrFalse = Field(default=False, alias="mergeSchema", description="columns the data adds "
+                                      "become table columns in the same commit")
 
     @field_validator("partition_by", mode="before")
     @classmethod

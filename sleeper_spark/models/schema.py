@@ -217,17 +217,19 @@ def same_type(a: DataType, b: DataType) -> bool:
     return True
 
 
-def check_data_schema(data: TableSchema, table: TableSchema, table_name: str) -> None:
+def check_data_schema(data: TableSchema, table: TableSchema, table_name: str, missing_ok: bool = False) -> None:
     """Refuses data whose columns differ from the table's by name or type (order is free).
 
     Nullability is checked on the values while writing, since Spark marks most columns
-    nullable even when they hold no nulls.
+    nullable even when they hold no nulls. ``missing_ok`` (a write with ``merge_schema``): the
+    data may lack nullable columns, which the writer fills with nulls.
     """
     problems: list[str] = []
     data_fields = {f.name: f for f in data.fields}
     for column in table.fields:
         if column.name not in data_fields:
-            problems.append(f"missing column {column.name!r}")
+            if not (missing_ok and column.nullable):
+                problems.append(f"missing column {column.name!r}")
         elif not same_type(data_fields[column.name].type, column.type):
             problems.append(
                 f"column {column.name!r} is {describe(data_fields[column.name].type)}, "

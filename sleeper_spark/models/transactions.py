@@ -47,12 +47,21 @@ class CreateTable(TransactionBase):
 
 
 class AddFiles(TransactionBase):
-    """An append: new files, nothing removed. Never conflicts; rebases on any newer head."""
+    """An append: new files, nothing removed. Never conflicts; rebases on any newer head.
+
+    ``schema`` (a write with ``merge_schema`` whose data adds columns): the table's schema from
+    this transaction on, applied before the files; absent otherwise.
+    """
 
     type: Literal["add_files"] = "add_files"
     files: tuple[FileRef, ...]
     min_event_time: datetime | None = None
     max_event_time: datetime | None = None
+    schema_: TableSchema | None = Field(default=None, alias="schema")
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
 
 
 class ReplaceFiles(TransactionBase):
@@ -66,6 +75,11 @@ class ReplaceFiles(TransactionBase):
     added: tuple[FileRef, ...]
     min_event_time: datetime | None = None
     max_event_time: datetime | None = None
+    schema_: TableSchema | None = Field(default=None, alias="schema")  # as in AddFiles
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
 
 
 class SetSchema(TransactionBase):

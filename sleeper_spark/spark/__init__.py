@@ -61,10 +61,10 @@ class SparkDataFrames:
         return type(data).__module__.startswith("pyspark") and hasattr(data, "write") and hasattr(data, "schema")
 
     def write(self, table: Table, df: Any, mode: str, metadata: Mapping[str, str],
-              app_id: str | None, app_version: int | None) -> Snapshot:
+              app_id: str | None, app_version: int | None, merge_schema: bool = False) -> Snapshot:
         from sleeper_spark.spark import helper
 
-        return helper.write(table, df, mode, metadata, app_id, app_version)
+        return helper.write(table, df, mode, metadata, app_id, app_version, merge_schema)
 
     def read(self, table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:
         from sleeper_spark.spark import helper

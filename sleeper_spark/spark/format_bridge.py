@@ -29,7 +29,7 @@ from typing import Any
 from sleeper_spark.commit import idempotent_repeat
 from sleeper_spark.errors import ConfigError, SleeperSparkError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import TableSchema
-from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.spark.helper import checked_data
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import hand_over, native_root
 from sleeper_spark.spark.native_write import write_native
@@ -162,12 +162,12 @@ def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
     if partition_by and partition_by != state.partition_by:
         raise ConfigError(f"table {table.name!r} is partitioned by {list(state.partition_by)}, "
                           f"not {list(partition_by)}; nothing was written")
-    check_data_schema(TableSchema.from_any(df.schema), state.schema, table.name)
+    df, merge = checked_data(table.name, df, state.schema, settings.merge_schema)
     earlier = idempotent_repeat(state, settings.app_id, settings.app_version)
     if earlier is not None:
         return {"version": earlier.version}
     snapshot = write_native(table, df, state, "overwrite" if mode == "overwrite" else "append", metadata,
-                            settings.app_id, settings.app_version)
+                            settings.app_id, settings.app_version, merge=merge)
     if snapshot is None:  # the session changed between Spark's planning and this call
         raise ConfigError(f"table {table.name!r} can no longer be written by Spark's own Parquet writer in this "
                           "session (was spark.sleeper_spark.native switched off?); save again")

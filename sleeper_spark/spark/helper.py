@@ -19,6 +19,7 @@ from sleeper_spark.commit import idempotent_repeat
 from sleeper_spark.errors import CommitStateUnknownError, SleeperSparkError
 from sleeper_spark.models import Snapshot, TableSchema
 from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.spark import options as opt
 from sleeper_spark.table.writes import new_write_id
 
@@ -29,7 +30,7 @@ _ERROR_LINE = re.compile(r"sleeper_spark\.errors\.(\w+): (.*)")
 
 
 def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id: str | None,
-          app_version: int | None) -> Snapshot:
+          app_version: int | None, merge_schema: bool = False) -> Snapshot:
     """Writes ``df`` as one snapshot of ``table`` and returns that snapshot.
 
     Spark's own Parquet writer when the session has the jar (see :mod:`sleeper_spark.spark.native_write`),
@@ -40,19 +41,21 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
     from sleeper_spark.spark.source import current_session_options, register_source
 
     state = table.state()
-    check_data_schema(TableSchema.from_any(df.schema), state.schema, table.name)
+    df, merge = checked_data(table.name, df, state.schema, merge_schema)
     if app_id is not None and app_version is not None:
         earlier = idempotent_repeat(state, app_id, app_version)
         if earlier is not None:
             return earlier  # an idempotent repeat: no job runs, nothing is staged
     register_source(spark)  # every helper call leaves format("sleeper") usable in the session
-    native = write_native(table, df, state, mode, metadata, app_id, app_version)
+    native = write_native(table, df, state, mode, metadata, app_id, app_version, merge=merge)
     if native is not None:
         return native
     write_id = new_write_id()
     write_options = {opt.WRITE_ID: write_id, **opt.metadata_option(metadata)}
     if app_id is not None and app_version is not None:
         write_options.update({opt.APP_ID: app_id, opt.APP_VERSION: str(app_version)})
+    if merge_schema:
+        write_options[opt.MERGE_SCHEMA] = "true"
     options = opt.merge(current_session_options(spark), table.catalog.options(), write_options)
     try:
         df.write.format("sleeper").options(**options).mode(mode).save(table.name)
@@ -67,6 +70,27 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
             f"table {table.name!r}: Spark reported write {write_id} as committed, but the log does not show it"
         )
     return snapshot
+
+
+def checked_data(table_name: str, df: Any, schema: TableSchema, merge_schema: bool) -> tuple[Any, TableSchema | None]:
+    """``df`` checked against the table's ``schema``, before any job starts; with ``merge_schema``,
+    also the data's schema to merge (its new columns join the table in the write's commit) and
+    ``df`` with a null column for each nullable table column it lacks."""
+    data_schema = TableSchema.from_any(df.schema)
+    if not merge_schema:
+        check_data_schema(data_schema, schema, table_name)
+        return df, None
+    merged = merged_schema(schema, data_schema, table_name)
+    check_data_schema(data_schema, merged, table_name, missing_ok=True)
+    missing = [f for f in merged.fields if f.name not in data_schema.names]
+    if missing:
+        from pyspark.sql import functions as F
+
+        from sleeper_spark.spark.reader import spark_schema
+
+        types = spark_schema(TableSchema(fields=tuple(missing)), guarded=False)
+        df = df.select("*", *[F.lit(None).cast(field.dataType).alias(field.name) for field in types.fields])
+    return df, data_schema
 
 
 def read(table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleeper_spark.layout import spark_write_dir
-from sleeper_spark.models import FileRef, Snapshot
+from sleeper_spark.models import FileRef, Snapshot, TableSchema
 from sleeper_spark.process_state import SESSION_SETTINGS
 from sleeper_spark.spark.footers import file_ref as footer_file_ref
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
@@ -53,12 +53,14 @@ R = TypeVar("R")
 
 
 def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: Mapping[str, str],
-                 app_id: str | None, app_version: int | None) -> Snapshot | None:
-    """Writes ``df`` (already checked against ``state``'s schema) as one snapshot, or returns None
-    when this session cannot take the native path (the caller then uses the Python source)."""
+                 app_id: str | None, app_version: int | None, merge: TableSchema | None = None) -> Snapshot | None:
+    """Writes ``df`` (already checked against ``state``'s schema, or against ``merge``, the schema a
+    write with ``merge_schema`` commits with its files) as one snapshot, or returns None when this
+    session cannot take the native path (the caller then uses the Python source)."""
+    schema = merge or state.schema
     spark = df.sparkSession
     entry = native_entry(spark)
-    if entry is None or not native_types(state.schema):
+    if entry is None or not native_types(schema):
         return None
     root = hadoop_location(spark, entry, table.location, table.catalog.config.s3_endpoint)
     if root is None:
@@ -68,35 +70,36 @@ def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: 
     target = f"{root.rstrip('/')}/{write_dir}"
     facts = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")
     try:
-        _run_job(spark, df, state, target, str(facts.id()))
-        files = described_files(table, parse_facts(entry.takeFacts(facts), write_dir), state,
+        _run_job(spark, df, schema, state.partition_by, target, str(facts.id()))
+        files = described_files(table, parse_facts(entry.takeFacts(facts), write_dir), schema, state.partition_by,
                                 local=target.startswith("file:"))
     except BaseException:
         _remove(table, write_dir)
         raise
-    result = table.commit_files(files, mode, dict(metadata), write_id, app_id, app_version)
+    result = table.commit_files(files, mode, dict(metadata), write_id, app_id, app_version, merge=merge)
     log.info("table %s: Spark wrote %d file(s) for version %d", table.name, len(files), result.snapshot.version)
     return result.snapshot
 
 
-def _run_job(spark: Any, df: Any, state: TableState, target: str, facts_id: str) -> None:
+def _run_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
+             facts_id: str) -> None:
     from pyspark.sql import functions as F
 
-    columns = [F.col(_quoted(name)) for name in state.schema.names]
-    partitioned = bool(state.partition_by)
+    columns = [F.col(_quoted(name)) for name in schema.names]
+    partitioned = bool(partition_by)
     if partitioned:
         # One directory per partition value, named by a hash of the values: Spark's own directory
         # names fail on long values (a file name has 255 bytes) and the values themselves are in
         # the files, whose writers report them. The null flags keep (null, "a") and ("a", null)
         # apart, since the hash skips nulls.
-        parts = [F.col(_quoted(name)) for name in state.partition_by]
+        parts = [F.col(_quoted(name)) for name in partition_by]
         key = F.xxhash64(*[c for part in parts for c in (part, part.isNull())])
         columns.append(key.alias(HIDDEN_COLUMN))
     writer = (df.select(*columns).write.mode("errorifexists").format(FORMAT_CLASS)
               .option(FACTS_OPTION, facts_id).option(_SUCCESS_MARKER, "false"))
     if partitioned:
         writer = writer.partitionBy(HIDDEN_COLUMN)
-    with _micros_timestamps(spark, any(f.type.name == "timestamp" for f in state.schema.fields)):
+    with _micros_timestamps(spark, any(f.type.name == "timestamp" for f in schema.fields)):
         writer.save(target)
 
 
@@ -127,13 +130,14 @@ def _micros_timestamps(spark: Any, needed: bool) -> Iterator[None]:
                 spark.conf.set(_TIMESTAMP_CONF, setting.before)
 
 
-def described_files(table: Table, facts: Iterable[FileFacts], state: TableState, local: bool) -> list[FileRef]:
+def described_files(table: Table, facts: Iterable[FileFacts], schema: TableSchema, partition_by: tuple[str, ...],
+                    local: bool) -> list[FileRef]:
     """FileRefs of the files a write's tasks described; empty files are removed.
 
     A file its task could not read back is read here, once, for its size, checksum and footer.
     On the local disk, Hadoop leaves a ``.<name>.crc`` beside each file: removed by name.
     """
-    described = FileRefs(state.schema, state.partition_by, table.name)
+    described = FileRefs(schema, partition_by, table.name)
     files: list[FileRef] = []
     unread: list[FileFacts] = []
     removed: list[str] = []
@@ -149,7 +153,7 @@ def described_files(table: Table, facts: Iterable[FileFacts], state: TableState,
 
     def read(fact: FileFacts) -> FileRef:
         data = table.store.get(join_key(table.root, fact.path))
-        return footer_file_ref(data, fact.path, state.schema, state.partition_by, table.name)
+        return footer_file_ref(data, fact.path, schema, partition_by, table.name)
 
     files += _parallel(read, unread)
     _delete(table, removed)

@@ -51,6 +51,7 @@ METADATA_JSON = _key("metadata_json")
 VERSION_AS_OF = _key("versionAsOf")
 TIMESTAMP_AS_OF = _key("timestampAsOf")
 PARALLELISM = _key("parallelism")
+MERGE_SCHEMA = _key("mergeSchema")
 # Adds the hidden column that lets scans be pruned (sleeper_spark.spark.scans).
 SCAN_GUARD = _key("scan_guard")
 GUARD_COLUMN = "_sleeper_scan"

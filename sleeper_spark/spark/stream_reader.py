@@ -33,9 +33,10 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from sleeper_spark.errors import ConfigError, SnapshotNotFoundError, StorageError
+from sleeper_spark.errors import ConfigError, SchemaMismatchError, SnapshotNotFoundError, StorageError
 from sleeper_spark.log import LogThrottledError
-from sleeper_spark.models import AddFiles, FileRef, ReplaceFiles, Transaction
+from sleeper_spark.models import AddFiles, FileRef, ReplaceFiles, SetSchema, TableSchema, Transaction
+from sleeper_spark.models.schema import same_type
 from sleeper_spark.spark.options import StreamReadOptions, open_catalog, parse_stream_read
 from sleeper_spark.spark.reader import FilesPartition, ReadTarget, SleeperReader
 from sleeper_spark.table import Table
@@ -154,8 +155,10 @@ class SleeperStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for entry in head.entries(after=after, up_to=up_to):
                 if entry.number != expected:
                     break
-                yield entry.number, delivered_files(entry.number, entry.transaction(),
-                                                    self.settings.ignore_changes, self.target.table)
+                txn = entry.transaction()
+                check_stream_schema(entry.number, txn, self.target.schema, self.target.table)
+                yield entry.number, delivered_files(entry.number, txn, self.settings.ignore_changes,
+                                                    self.target.table)
                 expected += 1
             first = head.first_number() if expected <= up_to else None
         except LogThrottledError as error:
@@ -168,6 +171,21 @@ class SleeperStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"this stream cannot deliver them; start a new query (new checkpoint) with startingVersion=latest "
                 f"or a version the log still holds"
             )
+
+
+def check_stream_schema(number: int, txn: Transaction, schema: TableSchema, table: str) -> None:
+    """A query keeps the schema it started with: a version that adds columns is read without
+    them, one that widens or drops a column of that schema stops the query with a clear error."""
+    evolved = txn.schema_ if isinstance(txn, (SetSchema, AddFiles, ReplaceFiles)) else None
+    if evolved is None:
+        return
+    changed = [f.name for f in schema.fields
+               if f.name not in evolved.names or not same_type(f.type, evolved.field(f.name).type)]
+    if changed:
+        raise SchemaMismatchError(
+            f"table {table!r}: version {number} widened or dropped column(s) {changed} that this streaming query "
+            "reads; a query keeps the schema it started with. Restart the query to read the new schema"
+        )
 
 
 def delivered_files(number: int, txn: Transaction, ignore_changes: bool, table: str) -> tuple[FileRef, ...]:

@@ -23,6 +23,7 @@ from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import CommitConflictError, ConfigError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.spark.messages import short_traceback
 from sleeper_spark.spark.options import WriteOptions, open_catalog, parse_write
 from sleeper_spark.table import Table
@@ -48,10 +49,11 @@ class WriteTarget:
     table: str
     table_id: str
     root: str
-    schema: TableSchema
+    schema: TableSchema  # with the columns the data adds, for a write with merge_schema
     partition_by: tuple[str, ...]
     target_file_bytes: int
     row_group_rows: int
+    merge_schema: bool = False
 
 
 def plan_write(options: Mapping[str, str], data_schema: StructType, overwrite: bool) -> SleeperWriter:
@@ -69,10 +71,12 @@ def plan_write(options: Mapping[str, str], data_schema: StructType, overwrite: b
         raise ConfigError(f"table {table.name!r} is partitioned by {list(state.partition_by)}, "
                           f"not {list(settings.partition_by)}; nothing was written")
     # Refused here, on the driver, so that no task stages a single file.
-    check_data_schema(TableSchema.from_any(data_schema), state.schema, table.name)
+    data = TableSchema.from_any(data_schema)
+    schema = merged_schema(state.schema, data, table.name) if settings.merge_schema else state.schema
+    check_data_schema(data, schema, table.name, missing_ok=settings.merge_schema)
     target = WriteTarget(
         options=tuple(sorted(options.items())), table=table.name, table_id=table.table_id, root=table.root,
-        schema=state.schema, partition_by=state.partition_by,
+        schema=schema, partition_by=state.partition_by, merge_schema=settings.merge_schema,
         target_file_bytes=settings.target_file_bytes, row_group_rows=settings.row_group_rows,
     )
     return SleeperWriter(target, settings, metadata, overwrite)
@@ -145,7 +149,8 @@ def commit_messages(target: WriteTarget, messages: Iterable[WriterCommitMessage 
     except BaseException:
         _delete(target, files)  # nothing was committed: the log was never written to
         raise
-    result = table.commit_files(files, mode, metadata, write_id, app_id, app_version)
+    result = table.commit_files(files, mode, metadata, write_id, app_id, app_version,
+                                merge=target.schema if target.merge_schema else None)
     log.info("table %s: write %s is version %d (%d files)", table.name, write_id, result.snapshot.version,
              len(files))
     return result
@@ -186,7 +191,8 @@ def files_of(messages: Iterable[WriterCommitMessage | None]) -> list[FileRef]:
 def _conformed(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Spark's batches with the table's Arrow types.
 
-    The driver has checked the column types already; what may still differ is representation:
+    The driver has checked the column types already (and let a merge_schema write lack nullable
+    columns, filled here with nulls); what may still differ is representation:
     Spark labels timestamps with the session time zone (the instants are UTC either way) and
     names list and map children its own way. Columns are cast one by one and the batch is
     rebuilt in the table's column order; DataFileWriter then checks nulls in required columns.
@@ -197,6 +203,9 @@ def _conformed(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator
             continue
         columns = []
         for field in schema:
+            if field.name not in batch.schema.names:  # a merge_schema write may lack nullable columns
+                columns.append(pa.nulls(batch.num_rows, field.type))
+                continue
             column = batch.column(field.name)
             columns.append(column if column.type.equals(field.type) else column.cast(field.type))
         yield pa.RecordBatch.from_arrays(columns, schema=schema)

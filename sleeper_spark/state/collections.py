@@ -164,9 +164,19 @@ class FileSet:
         runs = self._runs.filter(masks) if any(m is not None for m in masks) else self._runs
         return FileSet(self.layout, runs, tail), rows_removed
 
-    def with_layout(self, layout: FileLayout) -> FileSet:
-        """The same files under a schema with more columns (their statistics unknown)."""
-        return FileSet(layout, self._runs.with_schema(layout.arrow), self._tail)
+    def with_layout(self, layout: FileLayout, added: Sequence[str] = ()) -> FileSet:
+        """The same files under an evolved schema (see :mod:`sleeper_spark.models.schema_evolution`).
+
+        Statistics of a widened column are cast, those of a dropped one go. No file here can hold
+        a value of a column in ``added`` (new names are never old ones), so each is all null in
+        every file: its null count is the file's row count, which lets pruning skip the file for
+        any other condition on it.
+        """
+        runs = self._runs
+        tail = self._arrow_tail()
+        if tail is not None:
+            runs = runs.append(tail)
+        return FileSet(layout, runs.with_schema(layout.arrow, all_null=[f"null_count.{name}" for name in added]))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FileSet):

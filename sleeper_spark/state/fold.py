@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from functools import singledispatch
 
-from sleeper_spark.errors import CommitConflictError, CorruptLogError, SchemaMismatchError
+from sleeper_spark.errors import CommitConflictError, CorruptLogError
 from sleeper_spark.models import (
     AddFiles,
     CreateTable,
@@ -19,9 +19,11 @@ from sleeper_spark.models import (
     SetProperties,
     SetSchema,
     Snapshot,
+    TableSchema,
     Transaction,
     TransactionBase,
 )
+from sleeper_spark.models.schema_evolution import check_evolution, dropped_columns, with_dropped
 from sleeper_spark.state.collections import FileSet
 from sleeper_spark.state.table_state import ReadOnlyDict, TableState
 
@@ -91,12 +93,14 @@ def _(txn: CreateTable, state: TableState) -> TableState:
 
 @validate.register
 def _(txn: AddFiles, state: TableState) -> None:
+    _check_schema(txn.schema_, state)
     _refuse_present([f.path for f in txn.files], state)
 
 
 @apply.register
 def _(txn: AddFiles, state: TableState) -> TableState:
     version = state.version + 1
+    state = _evolved(state, txn.schema_)
     return _record(txn, state, files=state.files.added(txn.files, version),
                    rows_added=sum(f.row_count for f in txn.files), files_added=len(txn.files),
                    bytes_added=sum(f.size_bytes for f in txn.files))
@@ -114,11 +118,13 @@ def _(txn: ReplaceFiles, state: TableState) -> None:
             f"table {state.name!r}: {len(gone)} file(s) this {txn.operation} replaces were removed by a "
             f"concurrent commit (first: {gone[0]}); run it again on the current version"
         )
+    _check_schema(txn.schema_, state)
     _refuse_present([f.path for f in txn.added], state)
 
 
 @apply.register
 def _(txn: ReplaceFiles, state: TableState) -> TableState:
+    state = _evolved(state, txn.schema_)
     remaining, rows_removed = state.files.removed(txn.removed)
     return _record(txn, state, files=remaining.added(txn.added, state.version + 1),
                    rows_added=sum(f.row_count for f in txn.added), rows_removed=rows_removed,
@@ -131,17 +137,30 @@ def _(txn: ReplaceFiles, state: TableState) -> TableState:
 
 @validate.register
 def _(txn: SetSchema, state: TableState) -> None:
-    old, new = state.schema.fields, txn.schema_.fields
-    if new[: len(old)] != old or any(not f.nullable for f in new[len(old):]):
-        raise SchemaMismatchError(
-            f"table {state.name!r}: a schema change may only add nullable columns after the existing ones"
-        )
+    _check_schema(txn.schema_, state)
 
 
 @apply.register
 def _(txn: SetSchema, state: TableState) -> TableState:
-    files = state.files.with_layout(replace(state, schema=txn.schema_).layout)
-    return _record(txn, replace(state, schema=txn.schema_), files=files)
+    return _record(txn, _evolved(state, txn.schema_))
+
+
+def _check_schema(schema: TableSchema | None, state: TableState) -> None:
+    """A schema a transaction sets must be one the table may evolve to (see ``schema_evolution``)."""
+    if schema is not None and schema != state.schema:
+        fixed = (*state.partition_by, *((state.event_time_column,) if state.event_time_column else ()))
+        check_evolution(state.schema, schema, state.name, dropped_columns(state.properties), fixed)
+
+
+def _evolved(state: TableState, schema: TableSchema | None) -> TableState:
+    """``state`` under ``schema`` (None: as it is): its files table follows, dropped names are retired."""
+    if schema is None or schema == state.schema:
+        return state
+    evolved = replace(state, schema=schema,
+                      properties=ReadOnlyDict(with_dropped(state.properties, state.schema, schema)))
+    # No file of ``state`` can hold a value of a column ``schema`` adds: new names are never old ones.
+    added = tuple(name for name in schema.names if name not in state.schema.names)
+    return replace(evolved, files=state.files.with_layout(evolved.layout, added=added))
 
 
 # -- set_properties ------------------------------------------------------------------------

@@ -13,7 +13,7 @@ merging pairwise would copy on almost every commit. Runs stop merging at
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -74,12 +74,20 @@ class Runs:
         """After many removals: the same rows in few full runs."""
         return Runs.of_table(self.table().combine_chunks())
 
-    def with_schema(self, schema: pa.Schema) -> Runs:
-        """The same rows under a schema with extra nullable columns (filled with nulls)."""
+    def with_schema(self, schema: pa.Schema, all_null: Sequence[str] = ()) -> Runs:
+        """The same rows under another schema: columns it lacks go, columns of another type are
+        cast, new columns are null, except the null counts in ``all_null``, which are the row count."""
         batches = []
         for batch in self._batches:
-            columns = [batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
-                       for f in schema]
+            columns = []
+            for field in schema:
+                if field.name in batch.schema.names:
+                    column = batch.column(field.name)
+                    columns.append(column if column.type.equals(field.type) else column.cast(field.type))
+                elif field.name in all_null:
+                    columns.append(batch.column("row_count").cast(field.type))
+                else:
+                    columns.append(pa.nulls(batch.num_rows, field.type))
             batches.append(pa.RecordBatch.from_arrays(columns, schema=schema))
         return Runs(schema, tuple(batches))
 

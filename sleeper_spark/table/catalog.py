@@ -178,8 +178,11 @@ class Catalog:
 
     def write(self, data: Any, name: str, mode: str = "append", partition_by: Sequence[str] = (),
               metadata: Mapping[str, str] | None = None, app_id: str | None = None,
-              app_version: int | None = None) -> Snapshot:
-        """Writes ``data`` (a Spark DataFrame or Arrow data) to ``name``, creating the table if needed."""
+              app_version: int | None = None, merge_schema: bool = False) -> Snapshot:
+        """Writes ``data`` (a Spark DataFrame or Arrow data) to ``name``, creating the table if needed.
+
+        ``merge_schema=True``: columns the data adds become table columns in the same commit.
+        """
         checked = check_write_args(mode, metadata, app_id, app_version)
         try:
             table = self.table(name)
@@ -189,7 +192,8 @@ class Catalog:
             raise ConfigError(
                 f"table {name!r} is partitioned by {list(table.partition_by)}, not {list(partition_by)}"
             )
-        return table.write(data, mode=mode, metadata=checked, app_id=app_id, app_version=app_version)
+        return table.write(data, mode=mode, metadata=checked, app_id=app_id, app_version=app_version,
+                           merge_schema=merge_schema)
 
     def _create_for(self, data: Any, name: str, partition_by: Sequence[str]) -> Table:
         schema = data.schema

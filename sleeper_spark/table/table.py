@@ -16,10 +16,11 @@ from sleeper_spark.errors import ConfigError, NoSnapshotsError, SnapshotNotFound
 from sleeper_spark.log import TableEntry
 from sleeper_spark.models import FileRef, Snapshot, TableSchema, VacuumReport, VerifyReport
 from sleeper_spark.models.schema import check_data_schema
+from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.state import TableState
 from sleeper_spark.state.file_columns import public_view, with_event_time
 from sleeper_spark.storage import ObjectStore
-from sleeper_spark.table import reading
+from sleeper_spark.table import reading, schema_changes
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
 from sleeper_spark.table.writes import build_write, check_write_args, commit_staged, new_write_id
 
@@ -136,15 +137,19 @@ class Table:
     # -- writing -------------------------------------------------------------------------
 
     def write(self, data: Any, mode: str = "append", metadata: Mapping[str, str] | None = None,
-              app_id: str | None = None, app_version: int | None = None) -> Snapshot:
-        """Appends or overwrites with a Spark DataFrame or Arrow data; one snapshot per call."""
+              app_id: str | None = None, app_version: int | None = None, merge_schema: bool = False) -> Snapshot:
+        """Appends or overwrites with a Spark DataFrame or Arrow data; one snapshot per call.
+
+        ``merge_schema=True``: columns the data has and the table lacks become (nullable) table
+        columns in the same commit; older files read them as nulls.
+        """
         checked = check_write_args(mode, metadata, app_id, app_version)
         if is_spark_dataframe(data):
-            return spark_bridge().write(self, data, mode, checked, app_id, app_version)
-        return self.write_arrow(data, mode, checked, app_id, app_version).snapshot
+            return spark_bridge().write(self, data, mode, checked, app_id, app_version, merge_schema)
+        return self.write_arrow(data, mode, checked, app_id, app_version, merge_schema).snapshot
 
     def write_arrow(self, data: ArrowData | Iterable[pa.RecordBatch], mode: str, metadata: dict[str, str],
-                    app_id: str | None, app_version: int | None) -> CommitResult:
+                    app_id: str | None, app_version: int | None, merge_schema: bool = False) -> CommitResult:
         state = self.head.known_state()
         if app_id is not None:
             # An idempotent repeat is answered before any file is written (this costs a tail read).
@@ -152,22 +157,37 @@ class Table:
             earlier = idempotent_repeat(state, app_id, app_version)
             if earlier is not None:
                 return CommitResult(earlier, committed=False, attempts=0)
-        batches = _batches(data)
+        schema, merge = state.schema, None
         if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
-            check_data_schema(TableSchema.from_arrow(data.schema), state.schema, self.name)
-        writer = self.data_file_writer(state)
+            data_schema = TableSchema.from_arrow(data.schema)
+            if merge_schema:
+                schema = merged_schema(state.schema, data_schema, self.name)
+                merge = data_schema
+            check_data_schema(data_schema, schema, self.name, missing_ok=merge_schema)
+            if merge_schema:
+                data = _with_missing_columns(data, schema.to_arrow())
+        elif merge_schema:
+            raise ConfigError("merge_schema needs data with a schema (a pyarrow Table, RecordBatch or "
+                              "RecordBatchReader, or a Spark DataFrame); nothing was written")
+        batches = _batches(data)
+        writer = DataFileWriter(self.store, self.root, schema, state.partition_by, self.name)
         files = writer.write_all(batches)
-        return self.commit_files(files, mode, metadata, new_write_id(), app_id, app_version)
+        return self.commit_files(files, mode, metadata, new_write_id(), app_id, app_version, merge=merge)
 
     def data_file_writer(self, state: TableState | None = None) -> DataFileWriter:
         state = state or self.head.known_state()
         return DataFileWriter(self.store, self.root, state.schema, state.partition_by, self.name)
 
     def commit_files(self, files: Sequence[FileRef], mode: str, metadata: dict[str, str], write_id: str,
-                     app_id: str | None = None, app_version: int | None = None) -> CommitResult:
-        """Commits files staged by any writer as one snapshot (the end of every write path)."""
+                     app_id: str | None = None, app_version: int | None = None,
+                     merge: TableSchema | None = None) -> CommitResult:
+        """Commits files staged by any writer as one snapshot (the end of every write path).
+
+        ``merge``: the data's schema, for a write with ``merge_schema`` (see ``build_write``).
+        """
         state = self.head.known_state()
-        build = build_write(files, mode, metadata, write_id, app_id, app_version, state.event_time_column, state)
+        build = build_write(files, mode, metadata, write_id, app_id, app_version, state.event_time_column, state,
+                            merge)
         return commit_staged(self.head, self.store, self.root, files, build)
 
     # -- reading -------------------------------------------------------------------------
@@ -203,6 +223,27 @@ class Table:
         state = self.state(version)
         return reading.verify_files(self.store, self.root, list(state.files.values()), state.version,
                                     deep_schema=state.schema if deep else None)
+
+    # -- schema changes ------------------------------------------------------------------
+
+    def add_columns(self, fields: Any) -> Snapshot:
+        """Adds nullable columns after the existing ones (a ``pyarrow.Schema``, a list of
+        ``pyarrow.Field`` or a Spark ``StructType``); older files read them as nulls.
+
+        One snapshot, operation ``"schema"``; no file is rewritten. ``SchemaMismatchError`` for a
+        name the table has, or had and dropped, or a non-nullable column.
+        """
+        return schema_changes.add_columns(self, fields)
+
+    def widen_column(self, name: str, new_type: Any) -> Snapshot:
+        """Widens a column: int8 -> int16 -> int32 -> int64, float32 -> float64, decimal(p, s) ->
+        decimal(p', s) with p' > p; older files' values are cast as they are read."""
+        return schema_changes.widen_column(self, name, new_type)
+
+    def drop_column(self, name: str) -> Snapshot:
+        """Removes a column from the schema: reads no longer show it, and older files keep its data.
+        The name cannot be used again (the old files' values would come back)."""
+        return schema_changes.drop_column(self, name)
 
     # -- maintenance ---------------------------------------------------------------------
 
@@ -247,6 +288,24 @@ class Table:
     def vacuum(self, older_than: timedelta = timedelta(hours=24), dry_run: bool = False) -> VacuumReport:
         """Deletes files no retained version needs and that are older than ``older_than``."""
         return maintenance_jobs().vacuum(self, older_than, dry_run)
+
+
+def _with_missing_columns(data: ArrowData, schema: pa.Schema) -> ArrowData | Iterable[pa.RecordBatch]:
+    """``data`` with a column of nulls for each column of ``schema`` it lacks (a merge_schema write)."""
+    missing = [f for f in schema if f.name not in data.schema.names]
+    if not missing:
+        return data
+
+    def filled(batch: pa.RecordBatch) -> pa.RecordBatch:
+        columns = [*batch.columns, *(pa.nulls(batch.num_rows, f.type) for f in missing)]
+        return pa.RecordBatch.from_arrays(columns, names=[*batch.schema.names, *(f.name for f in missing)])
+
+    if isinstance(data, pa.RecordBatch):
+        return filled(data)
+    if isinstance(data, pa.Table):
+        return pa.Table.from_batches([filled(b) for b in data.to_batches()],
+                                     schema=pa.schema([*data.schema, *missing]))
+    return (filled(batch) for batch in data)
 
 
 def _batches(data: Any) -> Iterable[pa.RecordBatch | pa.Table]:

@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from sleeper_spark.commit import BuildTransaction, CommitResult, TableHead, utc_now
-from sleeper_spark.errors import CommitConflictError, CommitFailedError, ConfigError
-from sleeper_spark.models import AddFiles, FileRef, ReplaceFiles, Transaction
+from sleeper_spark.errors import CommitConflictError, CommitFailedError, ConfigError, SchemaMismatchError
+from sleeper_spark.models import AddFiles, FileRef, ReplaceFiles, TableSchema, Transaction
+from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.models.stat_values import from_stat
 from sleeper_spark.state import TableState
 from sleeper_spark.storage import ObjectStore, join_key
@@ -52,11 +53,14 @@ def check_write_args(mode: str, metadata: object, app_id: object, app_version: o
 
 def build_write(files: Sequence[FileRef], mode: str, metadata: dict[str, str], write_id: str,
                 app_id: str | None, app_version: int | None, event_time_column: str | None,
-                schema_state: TableState) -> BuildTransaction:
+                schema_state: TableState, merge: TableSchema | None = None) -> BuildTransaction:
     """The transaction of a write, rebuilt against each state the commit loop tries.
 
     An append adds its files. An overwrite removes every file of the state it is committed on
-    top of: it never conflicts, and serialises after whatever committed before it.
+    top of: it never conflicts, and serialises after whatever committed before it. With
+    ``merge`` (the data's schema, for a write with ``merge_schema``), the transaction also sets
+    the state's schema with the columns only the data has, in the same commit; a racing change
+    that gave one of them another type fails the write with ``SchemaMismatchError``.
     """
     snapshot_id = uuid.uuid4().hex
     low, high = _event_time_range(files, event_time_column, schema_state)
@@ -66,6 +70,10 @@ def build_write(files: Sequence[FileRef], mode: str, metadata: dict[str, str], w
             snapshot_id=snapshot_id, committed_at=utc_now(), metadata=metadata, write_id=write_id,
             app_id=app_id, app_version=app_version, min_event_time=low, max_event_time=high,
         )
+        if merge is not None:
+            merged = merged_schema(state.schema, merge, state.name)
+            if merged != state.schema:
+                common["schema"] = merged
         if mode == "append":
             return AddFiles(operation="append", files=tuple(files), **common)
         return ReplaceFiles(operation="overwrite", removed=tuple(state.files), added=tuple(files),
@@ -78,7 +86,7 @@ def commit_staged(head: TableHead, store: ObjectStore, table_root: str, files: S
                   build: BuildTransaction) -> CommitResult:
     try:
         result = head.commit(build)
-    except (CommitConflictError, CommitFailedError):
+    except (CommitConflictError, CommitFailedError, SchemaMismatchError):
         delete_staged(store, table_root, files)
         raise
     if not result.committed:

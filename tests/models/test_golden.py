@@ -80,6 +80,17 @@ def test_each_transaction_type_keeps_its_stored_form(type_tag: str) -> None:
     assert decode_transaction((GOLDEN / f"{type_tag}.json").read_text()) == txn
 
 
+def test_a_write_that_merges_its_schema_keeps_its_stored_form() -> None:
+    # A merge_schema write carries the schema it sets; without one the field is left out, so
+    # every transaction written before it existed decodes unchanged (the test above)
+    merged = TableSchema(fields=(*SCHEMA.fields, Field(name="note", type=DataType(name="string"))))
+    txn = EXAMPLES["add_files"].model_copy(update={"schema_": merged})
+    stored = json.dumps(json.loads(encode_transaction(txn)), indent=2, sort_keys=True) + "\n"
+    check_golden("add_files_merging_schema.json", stored)
+    assert decode_transaction((GOLDEN / "add_files_merging_schema.json").read_text()) == txn
+    assert "schema" not in json.loads(encode_transaction(EXAMPLES["add_files"]))
+
+
 def _plain(value: object) -> object:
     """A cell as JSON: dates, times and decimals as their ISO/str form."""
     if isinstance(value, (datetime, date)):

@@ -135,14 +135,27 @@ def test_replacing_a_file_that_is_gone_conflicts() -> None:
         validate(txn, state)
 
 
-def test_a_schema_change_may_only_add_nullable_columns() -> None:
+def test_a_schema_change_must_leave_every_old_file_readable() -> None:
     state = fold([(1, create())])
-    dropped = SetSchema(operation="set-schema", schema_=TableSchema(fields=SCHEMA.fields[:1]), **common(2))  # type: ignore[arg-type]
-    required = SetSchema(operation="set-schema", schema_=TableSchema(
-        fields=(*SCHEMA.fields, Field(name="y", type=DataType(name="int64"), nullable=False))), **common(2))  # type: ignore[arg-type]
-    for txn in (dropped, required):
+
+    def change(*fields: Field) -> SetSchema:
+        return SetSchema(operation="schema", schema_=TableSchema(fields=fields), **common(2))  # type: ignore[arg-type]
+
+    day, x = SCHEMA.fields
+    refused = [change(x),  # drops the partition column
+               change(day, x, Field(name="y", type=DataType(name="int64"), nullable=False)),  # a required new column
+               change(x, day),  # reorders
+               change(day, Field(name="x", type=DataType(name="string")))]  # not a widening
+    for txn in refused:
         with pytest.raises(SchemaMismatchError):
             validate(txn, state)
+    # Dropping x is allowed; then its name is retired
+    dropped = change(day)
+    validate(dropped, state)
+    after = fold([(2, dropped)], state)
+    assert after.schema.names == ["day"] and after.files.layout.schema == after.schema
+    with pytest.raises(SchemaMismatchError, match="was dropped earlier"):
+        validate(SetSchema(operation="schema", schema_=SCHEMA, **common(3)), after)  # type: ignore[arg-type]
 
 
 def test_app_versions_keep_the_highest() -> None:

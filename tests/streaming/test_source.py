@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
@@ -141,3 +142,34 @@ def test_rows_another_process_appends_while_streaming_are_delivered_once(
     # Then the first run delivered part of the rows, and in the end each row is delivered exactly once
     assert 0 < len(delivered_before_restart) <= 200
     assert delivered_ids(spark, output) == list(range(400))
+
+
+def test_a_running_query_reads_on_past_an_added_column_and_stops_at_a_dropped_one(
+        spark: SparkSession, catalog: ss.Catalog, tmp_path: Path) -> None:
+    # Given a running query over a table
+    output, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    table = appended(catalog, (0, 10))
+    query = table_stream(spark, catalog, output, checkpoint).trigger(processingTime="200 milliseconds").start()
+    try:
+        query.processAllAvailable()
+        # When the table gains a column and rows with it
+        table.add_columns([pa.field("tag", pa.string())])
+        table.write(rows(10, 5).append_column("tag", pa.array(["t"] * 5)))
+        query.processAllAvailable()
+        # Then the query delivers them under the schema it started with
+        assert delivered_ids(spark, output) == list(range(15))
+        # When a column it reads is dropped
+        table.drop_column("name")
+        table.write(rows(15, 5).drop_columns(["name"]).append_column("tag", pa.array(["t"] * 5)))
+        # Then it stops with an error that says to restart it
+        with pytest.raises(Exception) as raised:
+            query.awaitTermination(120)
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    typed = ss.sleeper_error(raised.value)
+    assert isinstance(typed, ss.SchemaMismatchError) and "Restart the query" in str(typed), raised.value
+    assert delivered_ids(spark, output) == list(range(15))
+    # And a restarted query reads the new schema from there on
+    stream_table(spark, catalog, output, checkpoint)
+    assert delivered_ids(spark, output) == list(range(20))
