@@ -215,7 +215,7 @@ def _hand_over(report: Report, spark: Any, count: int) -> None:
     timings: list[tuple[float, float]] = []
     for _ in range(3):
         started = time.perf_counter()
-        jdf = native_read._data_frame(spark, entry, "bench", "file:/nowhere", files, schema, ("part",))
+        jdf = native_read.data_frame(spark, entry, "bench", "file:/nowhere", files, schema, ("part",))
         built = time.perf_counter()
         DataFrame(jdf, spark).where("part = '3' and c0 >= 5000000 and c0 < 5100000")._jdf.queryExecution().toRdd()
         timings.append((built - started, time.perf_counter() - built))

@@ -122,3 +122,14 @@ def test_the_streaming_example_shows_one_snapshot_per_batch_and_each_row_once(tm
     assert "v4  append  +100 rows  batch 2" in out
     assert "source delivered 300 rows" in out
     assert "after one more append: 305 rows delivered in all" in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_streaming_upsert_example_merges_each_batch_once(tmp_path: Path) -> None:
+    out = run_example("streaming_upsert", str(tmp_path / "work"))
+    assert "batch 0: version 2, {'rows_inserted': 3" in out
+    assert "'rows_updated': 1, 'rows_deleted': 1" in out
+    assert "users: [(1, 'ann'), (2, 'bobby'), (4, 'dan')]" in out
+    assert "replayed batch 1: table still at version 3 (was 3)" in out
+

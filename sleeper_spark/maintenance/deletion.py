@@ -16,7 +16,8 @@ Each file falls in one of three cases:
   is dropped; if none match after all, it is left as it is.
 
 The result is one ``ReplaceFiles`` snapshot with operation ``"delete"`` (an empty one when
-nothing matched, so every call leaves a record). It conflicts like a compaction.
+nothing matched, so every call leaves a record). It conflicts like a compaction, and also with a
+concurrent append that may hold rows the predicate matches (``CommitConflictError``: run it again).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sleeper_spark.maintenance.progress import Progress
 from sleeper_spark.maintenance.replacement import commit_replacement
 from sleeper_spark.models import FileRef, Snapshot, TableSchema
 from sleeper_spark.source_options import DEFAULT_TARGET_FILE_BYTES
+from sleeper_spark.table.isolation import ReadSet
 from sleeper_spark.table.reading import planned_files
 
 if TYPE_CHECKING:
@@ -65,7 +67,8 @@ def delete_where(table: Table, spark: Any, predicate: pc.Expression, *, executor
         results = rewrite.run(table.store, job, groups, spark, executor, progress)
     removed = sorted(whole) + [path for r in results for path in r.removed]
     added = [f for r in results for f in r.added]
-    snapshot = commit_replacement(table, "delete", removed, added)
+    read = ReadSet(state.version, frozenset(f.path for f in candidates), predicate)
+    snapshot = commit_replacement(table, "delete", removed, added, read=read)
     log.info("table %s: delete dropped %d file(s) whole, rewrote %d, at version %d", table.name,
              len(whole), len(removed) - len(whole), snapshot.version)
     return snapshot

@@ -32,3 +32,6 @@ class Snapshot(BaseModel):
     app_id: str | None = None
     app_version: int | None = None
     write_id: str | None = None
+    # What the operation did, beyond the counts above: a merge's rows_inserted, rows_updated,
+    # rows_deleted, rows_copied, files_rewritten; an update's rows_updated, rows_copied, ...
+    operation_metrics: dict[str, int] = Field(default_factory=dict)

@@ -28,6 +28,8 @@ class TransactionBase(BaseModel):
     write_id: str
     app_id: str | None = None
     app_version: int | None = None
+    # Counts of what the operation did (a merge: rows_inserted, rows_updated, ...); absent when none.
+    operation_metrics: dict[str, int] | None = None
 
 
 class CreateTable(TransactionBase):

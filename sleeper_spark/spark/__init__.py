@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sleeper_spark.errors import ConfigError
 from sleeper_spark.table.extensions import register_spark_bridge
 
 if TYPE_CHECKING:
@@ -70,6 +71,18 @@ class SparkDataFrames:
         from sleeper_spark.spark import helper
 
         return helper.read(table, spark, version, timestamp)
+
+    def merge(self, table: Table, source: Any, condition: str) -> Any:
+        from sleeper_spark.spark.row_changes import MergeBuilder
+
+        if not self.is_dataframe(source):
+            raise ConfigError(f"merge takes a Spark DataFrame as its source, not a {type(source).__name__}")
+        return MergeBuilder(table, source, condition)
+
+    def update(self, table: Table, spark: Any, set: Mapping[str, str], where: str | None) -> Snapshot:
+        from sleeper_spark.spark.row_changes import update
+
+        return update(table, spark, set, where)
 
 
 register_spark_bridge(SparkDataFrames())

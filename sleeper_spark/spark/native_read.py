@@ -156,8 +156,9 @@ def _stat_type(type_: pa.DataType) -> pa.DataType:
     return type_
 
 
-def _data_frame(spark: Any, entry: Any, description: str, root: str, files: pa.Table, schema: TableSchema,
+def data_frame(spark: Any, entry: Any, description: str, root: str, files: pa.Table, schema: TableSchema,
                 partition_by: tuple[str, ...]) -> Any:
+    """The JVM's DataFrame (py4j) over the files in ``files`` (the hand-over format)."""
     from sleeper_spark.spark.reader import spark_schema
 
     struct = spark_schema(schema, guarded=False)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleeper_spark.layout import spark_write_dir
 from sleeper_spark.models import FileRef, Snapshot, TableSchema
+from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.process_state import SESSION_SETTINGS
 from sleeper_spark.spark.footers import file_ref as footer_file_ref
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
@@ -54,10 +55,27 @@ R = TypeVar("R")
 
 def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: Mapping[str, str],
                  app_id: str | None, app_version: int | None, merge: TableSchema | None = None) -> Snapshot | None:
-    """Writes ``df`` (already checked against ``state``'s schema, or against ``merge``, the schema a
-    write with ``merge_schema`` commits with its files) as one snapshot, or returns None when this
-    session cannot take the native path (the caller then uses the Python source)."""
-    schema = merge or state.schema
+    """Writes ``df`` (already checked against ``state``'s schema) as one snapshot, or returns None
+    when this session cannot take the native path (the caller then uses the Python source).
+
+    ``merge``: the data's schema, for a write with ``merge_schema``; ``df`` then has every column
+    of the merged schema, which the files are written with and the commit sets.
+    """
+    schema = merged_schema(state.schema, merge, table.name) if merge is not None else state.schema
+    staged = stage_native(table, df, schema, state.partition_by)
+    if staged is None:
+        return None
+    files, write_id = staged
+    result = table.commit_files(files, mode, dict(metadata), write_id, app_id, app_version, merge=merge)
+    log.info("table %s: Spark wrote %d file(s) for version %d", table.name, len(files), result.snapshot.version)
+    return result.snapshot
+
+
+def stage_native(table: Table, df: Any, schema: TableSchema, partition_by: tuple[str, ...]
+                 ) -> tuple[list[FileRef], str] | None:
+    """Spark's own writer writes ``df``'s ``schema`` columns as files of ``table``, which no version
+    holds yet; returns them and the write id, or None when this session cannot take the native path.
+    A failed job leaves nothing (its directory is removed)."""
     spark = df.sparkSession
     entry = native_entry(spark)
     if entry is None or not native_types(schema):
@@ -70,29 +88,27 @@ def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: 
     target = f"{root.rstrip('/')}/{write_dir}"
     facts = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")
     try:
-        _run_job(spark, df, schema, state.partition_by, target, str(facts.id()))
-        files = described_files(table, parse_facts(entry.takeFacts(facts), write_dir), schema, state.partition_by,
+        _run_job(spark, df, schema, partition_by, target, str(facts.id()))
+        files = described_files(table, parse_facts(entry.takeFacts(facts), write_dir), schema, partition_by,
                                 local=target.startswith("file:"))
     except BaseException:
         _remove(table, write_dir)
         raise
-    result = table.commit_files(files, mode, dict(metadata), write_id, app_id, app_version, merge=merge)
-    log.info("table %s: Spark wrote %d file(s) for version %d", table.name, len(files), result.snapshot.version)
-    return result.snapshot
+    return files, write_id
 
 
 def _run_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
              facts_id: str) -> None:
     from pyspark.sql import functions as F
 
-    columns = [F.col(_quoted(name)) for name in schema.names]
+    columns = [F.col(quoted_column(name)) for name in schema.names]
     partitioned = bool(partition_by)
     if partitioned:
         # One directory per partition value, named by a hash of the values: Spark's own directory
         # names fail on long values (a file name has 255 bytes) and the values themselves are in
         # the files, whose writers report them. The null flags keep (null, "a") and ("a", null)
         # apart, since the hash skips nulls.
-        parts = [F.col(_quoted(name)) for name in partition_by]
+        parts = [F.col(quoted_column(name)) for name in partition_by]
         key = F.xxhash64(*[c for part in parts for c in (part, part.isNull())])
         columns.append(key.alias(HIDDEN_COLUMN))
     writer = (df.select(*columns).write.mode("errorifexists").format(FORMAT_CLASS)
@@ -103,7 +119,8 @@ def _run_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, 
         writer.save(target)
 
 
-def _quoted(name: str) -> str:
+def quoted_column(name: str) -> str:
+    """``name`` as a Spark column reference, backquoted (names may hold dots and spaces)."""
     return "`" + name.replace("`", "``") + "`"
 
 

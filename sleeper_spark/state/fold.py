@@ -210,6 +210,7 @@ def _record(txn: TransactionBase, state: TableState, *, files: FileSet | None = 
         app_id=txn.app_id,
         app_version=txn.app_version,
         write_id=txn.write_id,
+        operation_metrics=txn.operation_metrics or {},
     )
     app_versions = state.app_versions
     if txn.app_id is not None and txn.app_version is not None:

@@ -30,6 +30,7 @@ HISTORY_SCHEMA = pa.schema([
     ("files_removed", pa.int64()), ("bytes_added", pa.int64()),
     ("min_event_time", pa.timestamp("us", "UTC")), ("max_event_time", pa.timestamp("us", "UTC")),
     ("app_id", pa.string()), ("app_version", pa.int64()), ("write_id", pa.string()),
+    ("operation_metrics", pa.string()),  # a JSON object; null when empty (and in state snapshots made before it)
 ])
 _PLAIN = ("version", "snapshot_id", "committed_at", "operation", "rows_added", "rows_removed", "files_added",
           "files_removed", "bytes_added", "min_event_time", "max_event_time", "app_id", "app_version", "write_id")
@@ -55,7 +56,10 @@ class SnapshotLog(Sequence[Snapshot]):
 
     @classmethod
     def of_table(cls, table: pa.Table) -> SnapshotLog:
-        return cls(Runs.of_table(table.cast(HISTORY_SCHEMA)))
+        for field in HISTORY_SCHEMA:
+            if field.name not in table.column_names:  # written before the column existed
+                table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+        return cls(Runs.of_table(table.select(HISTORY_SCHEMA.names).cast(HISTORY_SCHEMA)))
 
     def table(self) -> pa.Table:
         batches = list(self._runs.batches)
@@ -182,6 +186,8 @@ def _row(snapshot: Snapshot, previous_id: str | None) -> dict[str, Any]:
     row["parent_id"] = None if same else snapshot.parent_id
     row["parent_is_previous"] = same
     row["metadata"] = json.dumps(snapshot.metadata, sort_keys=True) if snapshot.metadata else None
+    metrics = snapshot.operation_metrics
+    row["operation_metrics"] = json.dumps(metrics, sort_keys=True) if metrics else None
     return row
 
 
@@ -197,6 +203,8 @@ def decode_rows(rows: pa.Table, skip: int = 0) -> list[Snapshot]:
             fields["parent_id"] = column["parent_id"][i]
         text = column["metadata"][i]
         fields["metadata"] = json.loads(text) if text else {}
+        metrics = column["operation_metrics"][i]
+        fields["operation_metrics"] = json.loads(metrics) if metrics else {}
         snapshots.append(Snapshot.model_validate(fields))
     return snapshots
 

@@ -224,6 +224,24 @@ class Table:
         return reading.verify_files(self.store, self.root, list(state.files.values()), state.version,
                                     deep_schema=state.schema if deep else None)
 
+    # -- changing rows -------------------------------------------------------------------
+
+    def merge(self, source: Any, condition: str) -> Any:
+        """``MERGE INTO`` this table from a Spark DataFrame: returns a builder; add ``when_...`` clauses,
+        then ``.execute()`` commits one snapshot (operation ``"merge"``).
+
+        ``condition`` and the clauses are Spark SQL over the aliases ``target`` and ``source``.
+        Only files that may hold a matching key are read, only those whose rows change are
+        rewritten. Two source rows matching one target row raise ``MergeCardinalityError``.
+        """
+        return spark_bridge().merge(self, source, condition)
+
+    def update(self, spark: Any, set: Mapping[str, str], where: str | None = None) -> Snapshot:
+        """``UPDATE``: ``set`` maps columns to Spark SQL expressions, applied to the rows ``where``
+        (Spark SQL; None: every row) holds for. One snapshot, operation ``"update"``; only files
+        with such rows are rewritten."""
+        return spark_bridge().update(self, spark, set, where)
+
     # -- schema changes ------------------------------------------------------------------
 
     def add_columns(self, fields: Any) -> Snapshot:

@@ -126,6 +126,22 @@ def test_the_state_snapshot_keeps_its_stored_form() -> None:
     assert decode_state(encoded, "golden") == state
 
 
+def test_a_state_snapshot_made_before_operation_metrics_still_opens() -> None:
+    # Given the bytes of a state snapshot whose history has no operation_metrics column
+    state = _golden_state()
+    encoded = encode_state(state)
+    files_length = int.from_bytes(encoded[8:16], "little")
+    history = pa.ipc.open_file(pa.py_buffer(encoded[16 + files_length:])).read_all()
+    sink = pa.BufferOutputStream()
+    older = history.drop_columns(["operation_metrics"])
+    with pa.ipc.new_file(sink, older.schema) as writer:
+        writer.write_table(older)
+    stored = encoded[:16 + files_length] + sink.getvalue().to_pybytes()
+    # Then it decodes to the same state, every snapshot without metrics
+    decoded = decode_state(stored, "older")
+    assert decoded == state and all(s.operation_metrics == {} for s in decoded.history)
+
+
 def test_a_format_1_state_snapshot_still_opens() -> None:
     # Given the bytes a format-1 writer made (JSON items in Parquet rows), rebuilt from its golden file
     stored = json.loads((GOLDEN / "state_snapshot_v1.json").read_text())

@@ -1,0 +1,43 @@
+"""Run by test_merge_races.py: a second Spark driver that upserts the same keys as the test.
+
+    python tests/changes/merge_job.py OPTIONS_JSON MERGES FIRST_KEY KEYS
+
+Prints one JSON line: how many of its merges committed and how many gave up on conflicts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from pyspark.sql import SparkSession
+
+import sleeper_spark as ss
+
+
+def upsert(spark: SparkSession, table: ss.Table, first_key: int, keys: int) -> ss.Snapshot:
+    """Adds 1 to the count of each key, inserting the keys the table lacks."""
+    source = spark.range(first_key, first_key + keys).selectExpr("id", "1 AS count")
+    return (table.merge(source, "target.id = source.id")
+            .when_matched_update(set={"count": "target.count + 1"})
+            .when_not_matched_insert()
+            .execute())
+
+
+def main(options: dict[str, str], merges: int, first_key: int, keys: int) -> None:
+    spark = ss.configure_spark(SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+                               .config("spark.ui.showConsoleProgress", "false")).getOrCreate()
+    table = ss.Catalog.from_options(options).table("t")
+    committed = gave_up = 0
+    for _ in range(merges):
+        try:
+            upsert(spark, table, first_key, keys)
+            committed += 1
+        except ss.CommitConflictError:
+            gave_up += 1
+    print(json.dumps({"committed": committed, "gave_up": gave_up}), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
