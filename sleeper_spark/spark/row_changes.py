@@ -102,8 +102,17 @@ class MergeBuilder:
         if not (self._matched or self._not_matched or self._not_matched_by_source):
             raise ConfigError("a merge needs at least one when_... clause")
         checked = check_write_args("append", metadata, app_id, app_version)
-        return _with_retries(self._table, "merge", app_id, app_version,
-                             lambda state: self._run(state, checked, app_id, app_version))
+        # The source is read several times (keys, counts, rows to write), and each read must see
+        # the same rows: it is kept for the merge unless the caller keeps it already.
+        kept = not self._source.is_cached
+        if kept:
+            self._source.persist()
+        try:
+            return _with_retries(self._table, "merge", app_id, app_version,
+                                 lambda state: self._run(state, checked, app_id, app_version))
+        finally:
+            if kept:
+                self._source.unpersist()
 
     def _run(self, state: TableState, metadata: dict[str, str], app_id: str | None,
              app_version: int | None) -> Snapshot:
@@ -115,14 +124,22 @@ class MergeBuilder:
         rows = None if self._not_matched_by_source else self._key_filter(state)
         candidates = planned_files(state, rows) if state.files else []
         inserts_only = not (self._matched or self._not_matched_by_source)
-        source = self._source.withColumn(_IN_SOURCE, F.lit(True)).alias("source")
+        source = self._source.withColumn(_IN_SOURCE, F.lit(True))
         if candidates and not inserts_only:
             target = files_frame(table, spark, state, candidates)
             target = target.withColumn(_ROW_ID, F.monotonically_increasing_id()).withColumn(_IN_TARGET, F.lit(True))
+            pairs = _key_pairs(self._condition, columns, set(self._source.columns))
+            if pairs:
+                # Both sides hashed by the keys into about a task per 128 MiB of target files: the
+                # join then runs in those tasks, not in the session's shuffle partitions (200 by
+                # default, and a cached plan's are not coalesced), which made a small merge slow.
+                tasks = max(2, math.ceil(sum(f.size_bytes for f in candidates) / DEFAULT_TARGET_FILE_BYTES))
+                target = target.repartition(tasks, *[F.col(quoted_column(t)) for t, _ in pairs])
+                source = source.repartition(tasks, *[F.col(quoted_column(s)) for _, s in pairs])
             how = "full_outer" if self._not_matched else "left_outer"
-            joined = target.alias("target").join(source, F.expr(self._condition), how)
+            joined = target.alias("target").join(source.alias("source"), F.expr(self._condition), how)
         else:
-            joined = self._unmatched_source(source, state, candidates)
+            joined = self._unmatched_source(source.alias("source"), state, candidates)
         in_target = F.col(f"target.{_IN_TARGET}").isNotNull()
         in_source = F.col(f"source.{_IN_SOURCE}").isNotNull()
         branches = ([(in_target & in_source, "m", self._matched), (in_target & ~in_source, "b",
@@ -152,34 +169,30 @@ class MergeBuilder:
                   .select(F.col(_ACTION), F.col(f"target.{FILE_COLUMN}").alias(FILE_COLUMN),
                           F.col(f"target.{_ROW_ID}").alias(_ROW_ID), *values)
                   .where(F.col(_ACTION).isNotNull()))
-        result = result.persist()
-        try:
-            if self._matched:
-                _check_cardinality(result, [c for c in codes if c.startswith("m")] + ["km"], table.name)
-            counts: dict[str, int] = {}
-            names = []
-            changing = {c for c, clause in codes.items() if clause.kind in ("update", "delete") and c[0] in "mb"}
-            for row in result.groupBy(_ACTION, FILE_COLUMN).count().collect():
-                counts[row[_ACTION]] = counts.get(row[_ACTION], 0) + row["count"]
-                if row[_ACTION] in changing:
-                    names.append(row[FILE_COLUMN])
-            names = sorted(set(names))
-            changed = files_named(names, candidates)
-            inserting = [c for c, clause in codes.items() if clause.kind == "insert"]
-            kept = ["km", "kt", *[c for c, clause in codes.items() if clause.kind == "update"]]
-            written = result.where((F.col(FILE_COLUMN).isin(names) & F.col(_ACTION).isin(kept))
-                                   | F.col(_ACTION).isin(inserting))
-            metrics = {
-                "rows_inserted": sum(counts.get(c, 0) for c in inserting),
-                "rows_updated": sum(counts.get(c, 0) for c, k in codes.items() if k.kind == "update"),
-                "rows_deleted": sum(counts.get(c, 0) for c, k in codes.items() if k.kind == "delete"),
-                "files_read": len(candidates), "files_rewritten": len(changed),
-            }
-            return _stage_and_commit(table, state, written.select(*[quoted_column(c) for c in columns]), changed,
-                                     ReadSet(state.version, frozenset(f.path for f in candidates), rows), "merge",
-                                     metadata, app_id, app_version, metrics)
-        finally:
-            result.unpersist()
+        if self._matched:
+            _check_cardinality(result, [c for c in codes if c.startswith("m")] + ["km"], table.name)
+        counts: dict[str, int] = {}
+        names = []
+        changing = {c for c, clause in codes.items() if clause.kind in ("update", "delete") and c[0] in "mb"}
+        for row in result.groupBy(_ACTION, FILE_COLUMN).count().collect():
+            counts[row[_ACTION]] = counts.get(row[_ACTION], 0) + row["count"]
+            if row[_ACTION] in changing:
+                names.append(row[FILE_COLUMN])
+        names = sorted(set(names))
+        changed = files_named(names, candidates)
+        inserting = [c for c, clause in codes.items() if clause.kind == "insert"]
+        kept = ["km", "kt", *[c for c, clause in codes.items() if clause.kind == "update"]]
+        written = result.where((F.col(FILE_COLUMN).isin(names) & F.col(_ACTION).isin(kept))
+                               | F.col(_ACTION).isin(inserting))
+        metrics = {
+            "rows_inserted": sum(counts.get(c, 0) for c in inserting),
+            "rows_updated": sum(counts.get(c, 0) for c, k in codes.items() if k.kind == "update"),
+            "rows_deleted": sum(counts.get(c, 0) for c, k in codes.items() if k.kind == "delete"),
+            "files_read": len(candidates), "files_rewritten": len(changed),
+        }
+        return _stage_and_commit(table, state, written.select(*[quoted_column(c) for c in columns]), changed,
+                                 ReadSet(state.version, frozenset(f.path for f in candidates), rows), "merge",
+                                 metadata, app_id, app_version, metrics)
 
     def _check_columns(self, columns: Sequence[str]) -> None:
         source_columns = set(self._source.columns)
@@ -265,19 +278,16 @@ def update(table: Table, spark: Any, set: Mapping[str, str], where: str | None =
         result = target.select(
             F.col(FILE_COLUMN), hit.alias(_ACTION),
             *[(F.when(hit, F.expr(values[c]).cast(types[c])).otherwise(F.col(quoted_column(c))) if c in values
-               else F.col(quoted_column(c))).alias(c) for c in state.schema.names]).persist()
-        try:
-            counts = result.where(F.col(_ACTION)).groupBy(FILE_COLUMN).count().collect()
-            names = [row[FILE_COLUMN] for row in counts]
-            changed = files_named(names, files)
-            written = result.where(F.col(FILE_COLUMN).isin(names)).select(
-                *[quoted_column(c) for c in state.schema.names])
-            metrics = {"rows_updated": sum(row["count"] for row in counts), "files_read": len(files),
-                       "files_rewritten": len(changed)}
-            read = ReadSet(state.version, frozenset(f.path for f in files), None)
-            return _stage_and_commit(table, state, written, changed, read, "update", {}, None, None, metrics)
-        finally:
-            result.unpersist()
+               else F.col(quoted_column(c))).alias(c) for c in state.schema.names])
+        counts = result.where(F.col(_ACTION)).groupBy(FILE_COLUMN).count().collect()
+        names = [row[FILE_COLUMN] for row in counts]
+        changed = files_named(names, files)
+        written = result.where(F.col(FILE_COLUMN).isin(names)).select(
+            *[quoted_column(c) for c in state.schema.names])
+        metrics = {"rows_updated": sum(row["count"] for row in counts), "files_read": len(files),
+                   "files_rewritten": len(changed)}
+        read = ReadSet(state.version, frozenset(f.path for f in files), None)
+        return _stage_and_commit(table, state, written, changed, read, "update", {}, None, None, metrics)
 
     return _with_retries(table, "update", None, None, run)
 
@@ -335,11 +345,12 @@ def _spread(rows: Any, changed: Sequence[FileRef], partition_by: tuple[str, ...]
 def _check_cardinality(result: Any, matched_codes: list[str], table: str) -> None:
     from pyspark.sql import functions as F
 
-    repeated = (result.where(F.col(_ACTION).isin(matched_codes)).groupBy(_ROW_ID).count()
-                .where(F.col("count") > 1).limit(1).collect())
-    if repeated:
+    # One aggregation, not a limit(1): Spark takes a limit over an aggregate's partitions in rounds.
+    most = (result.where(F.col(_ACTION).isin(matched_codes)).groupBy(_ROW_ID).count()
+            .agg(F.max("count")).collect()[0][0])
+    if most is not None and most > 1:
         raise MergeCardinalityError(
-            f"table {table!r}: {repeated[0]['count']} source rows match one target row; a merge may match each "
+            f"table {table!r}: {most} source rows match one target row; a merge may match each "
             "target row with at most one source row. Deduplicate the source (e.g. keep the newest row per key); "
             "nothing was committed"
         )

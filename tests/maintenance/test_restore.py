@@ -16,9 +16,9 @@ def sorted_rows(table: ss.Table, version: int | None = None) -> list[dict[str, o
     return sorted(table.scan(version=version).to_pylist(), key=lambda r: (r["writer"], r["seq"], r["value"]))
 
 
-def test_a_restore_is_a_snapshot_with_exactly_the_old_files(local_catalog: ss.Catalog) -> None:
+def test_a_restore_is_a_snapshot_with_exactly_the_old_files(catalog: ss.Catalog) -> None:
     # Given a table appended to, deleted from and overwritten
-    table = local_catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
+    table = catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     table.write(events(1, 0))
     v3 = table.write(events(1, 1, day="2024-01-02"))
     table.delete_where(None, pc.field("day") == "2024-01-01")
