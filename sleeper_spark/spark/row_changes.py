@@ -131,8 +131,7 @@ class MergeBuilder:
             pairs = _key_pairs(self._condition, columns, set(self._source.columns))
             if pairs:
                 # Both sides hashed by the keys into about a task per 128 MiB of target files: the
-                # join then runs in those tasks, not in the session's shuffle partitions (200 by
-                # default, and a cached plan's are not coalesced), which made a small merge slow.
+                # join then runs in those tasks rather than the session's shuffle partitions.
                 tasks = max(2, math.ceil(sum(f.size_bytes for f in candidates) / DEFAULT_TARGET_FILE_BYTES))
                 target = target.repartition(tasks, *[F.col(quoted_column(t)) for t, _ in pairs])
                 source = source.repartition(tasks, *[F.col(quoted_column(s)) for _, s in pairs])
