@@ -82,10 +82,12 @@ class FormatBridge:
         return _answer(run)
 
     def _session(self, jsession: Any) -> Any:
-        # As PySpark's foreachBatch does: a Python session over the JVM session that called.
+        # As PySpark's foreachBatch does: a Python session over the JVM session that called, on
+        # the context active now (the bridge outlives a stopped context: the JVM keeps it).
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
-        return SparkSession(self._context, jsession)
+        return SparkSession(SparkContext._active_spark_context or self._context, jsession)
 
     class Java:
         implements = [BRIDGE_INTERFACE]

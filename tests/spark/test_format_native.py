@@ -7,6 +7,9 @@ the files landed (Spark's write directory), not assumed.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import sleeper_spark as ss
 from sleeper_spark.spark.jvm import NATIVE_CONF
+from tests.fixtures.spark import spark_environment
 from tests.spark.test_roundtrip import ALL_TYPES, all_types_rows, maps_by_id, without_maps
 
 pytestmark = pytest.mark.spark
@@ -171,3 +175,12 @@ def test_a_session_switched_off_the_jar_runs_the_python_source(spark: SparkSessi
         spark.conf.unset(NATIVE_CONF)
     table = catalog.table("t")
     assert table.scan().num_rows == 14 and not spark_written(table)
+
+
+def test_the_format_survives_a_stopped_session_and_a_new_one(tmp_path: Path) -> None:
+    # A process that stops its session and builds another keeps one JVM, which keeps the bridge
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("format_restart_job.py")),
+                           str(tmp_path / "warehouse")], capture_output=True, text=True, timeout=600,
+                          env=spark_environment(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["count 3 native True", "count 6 native True"]
