@@ -2,12 +2,13 @@
 
 Random tables (see :mod:`tests.fixtures.random_tables`) are written in three chunks, by Spark's
 own Parquet writer (the helper's native write, with tiny row groups and pages), by the Python
-data source (``format("sleeper")``) and by the pyarrow writer (``t.write`` with Arrow data),
-into one table. Random filters then go through every read path:
+data source (``format("sleeper")`` in a session switched off the jar) and by the pyarrow writer
+(``t.write`` with Arrow data), into one table. Random filters then go through every read path:
 
 - the helper read on Spark's Parquet reader (the jar's file index, then parquet-mr's row-group
-  and page filters), and on the Python data source; both against Spark's own answer over the
-  raw rows (an in-memory DataFrame: no file, no statistic, no pruning);
+  and page filters), and on the Python data source, and ``spark.read.format("sleeper")`` on
+  Spark's reader; each against Spark's own answer over the raw rows (an in-memory DataFrame: no
+  file, no statistic, no pruning);
 - ``t.scan(filter=...)`` against pyarrow's answer over the raw rows;
 - ``t.delete_where`` followed by a scan, against the raw rows less pyarrow's matches.
 
@@ -66,8 +67,10 @@ def write_three_ways(spark: SparkSession, catalog: ss.Catalog, name: str, table:
     with session_settings(spark, TINY_PARQUET):
         catalog.write(by_spark, name, partition_by=list(table.partition_by))
     by_source = spark.createDataFrame(table.chunk(third, 2 * third)).coalesce(1)
-    (by_source.write.format("sleeper").options(**catalog.options()).option("row_group_rows", "23")
-     .mode("append").save(name))
+    # The Python data source's writer: with the jar, format("sleeper") would take Spark's own writer
+    with session_settings(spark, {NATIVE_CONF: "false"}):
+        (by_source.write.format("sleeper").options(**catalog.options()).option("row_group_rows", "23")
+         .mode("append").save(name))
     handle = catalog.table(name)
     handle.write(table.chunk(2 * third, table.rows.num_rows))
     return handle
@@ -84,10 +87,12 @@ def arrow_ids(rows: pa.Table) -> list[int]:
 def check_spark_paths(spark: SparkSession, catalog: ss.Catalog, name: str, truth: Any, where: Filter,
                       seed: int) -> None:
     expected = spark_ids(truth.where(where.spark()))
-    for path in ("native", "python"):
-        spark.conf.set(NATIVE_CONF, "true" if path == "native" else "false")
+    for path in ("native", "python", "format"):
+        spark.conf.set(NATIVE_CONF, "false" if path == "python" else "true")
         try:
-            got = spark_ids(catalog.read(spark, name).where(where.spark()))
+            loaded = (spark.read.format("sleeper").options(**catalog.options()).load(name) if path == "format"
+                      else catalog.read(spark, name))
+            got = spark_ids(loaded.where(where.spark()))
         finally:
             spark.conf.unset(NATIVE_CONF)
         assert got == expected, (f"seed {seed}, {path} read, filter {where}: {len(got)} rows, expected "

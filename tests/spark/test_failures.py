@@ -26,7 +26,7 @@ pytestmark = pytest.mark.spark
 HERE = Path(__file__).parent
 
 
-def test_a_failing_job_commits_nothing(spark: SparkSession, catalog: ss.Catalog) -> None:
+def test_a_failing_job_commits_nothing(spark: SparkSession, catalog: ss.Catalog, io_path: str) -> None:
     df = spark.range(0, 100_000, numPartitions=4).selectExpr("id", "cast(id % 4 as string) as part")
     catalog.write(df.limit(1000), "t", partition_by=["part"])
     table = catalog.table("t")
@@ -69,7 +69,7 @@ def test_a_retried_task_commits_each_row_once(tmp_path: Path, path: str) -> None
     assert catalog.table("events").verify().problems == ()
 
 
-def test_a_schema_mismatch_is_refused_before_any_task(spark: SparkSession, catalog: ss.Catalog) -> None:
+def test_a_schema_mismatch_is_refused_before_any_task(spark: SparkSession, catalog: ss.Catalog, io_path: str) -> None:
     catalog.write(spark.range(10).selectExpr("id", "'a' as part"), "t", partition_by=["part"])
     before = data_files(catalog, "t")
     tracker = spark.sparkContext.statusTracker()
@@ -95,7 +95,7 @@ def test_a_schema_mismatch_is_refused_before_any_task(spark: SparkSession, catal
     assert [s.version for s in catalog.table("t").history()] == [2]
 
 
-def test_a_table_partitioned_differently_is_refused(spark: SparkSession, catalog: ss.Catalog) -> None:
+def test_a_table_partitioned_differently_is_refused(spark: SparkSession, catalog: ss.Catalog, io_path: str) -> None:
     catalog.write(spark.range(3).selectExpr("id", "'a' as part"), "t", partition_by=["part"])
     with pytest.raises(Exception, match="partitioned by"):
         (spark.range(3).selectExpr("id", "'a' as part").write.format("sleeper").options(**catalog.options())

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 import sleeper_spark as ss
 from sleeper_spark.process_state import OnceSet
 from sleeper_spark.spark import jvm
-from sleeper_spark.spark.jvm import native_entry
+from sleeper_spark.spark.jvm import NATIVE_CONF, native_entry
 from tests.spark.test_partitions import AWKWARD
 from tests.spark.test_roundtrip import ALL_TYPES, all_types_rows, maps_by_id, without_maps
 
@@ -21,10 +21,19 @@ pytestmark = pytest.mark.spark
 
 
 def python_source(spark: SparkSession, catalog: ss.Catalog, table: str, version: int | None = None) -> DataFrame:
+    """The table through the Python data source: loaded while the session is switched off the jar
+    (a load fixes its route), as a session without the jar reads it."""
     reader = spark.read.format("sleeper").options(**catalog.options())
     if version is not None:
         reader = reader.option("versionAsOf", version)
-    return reader.load(table)
+    spark.conf.set(NATIVE_CONF, "false")
+    try:
+        loaded = reader.load(table)
+    finally:
+        spark.conf.unset(NATIVE_CONF)
+    entry = native_entry(spark)
+    assert entry is not None and entry.indexOf(loaded._jdf) is None  # not Spark's reader
+    return loaded
 
 
 def listed_files(entry: Any, df: DataFrame) -> int:
