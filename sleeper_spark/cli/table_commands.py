@@ -68,9 +68,10 @@ def history(name: TableName, json_: JsonFlag = False) -> None:
         emit_json(snapshots)
         return
     rows = [(s.version, s.committed_at, s.operation, f"+{s.rows_added} -{s.rows_removed}",
-             f"+{s.files_added} -{s.files_removed}", human_bytes(s.bytes_added), s.metadata) for s in snapshots]
+             f"+{s.files_added} -{s.files_removed}", human_bytes(s.bytes_added), s.metadata,
+             s.operation_metrics or "") for s in snapshots]
     print_table(f"history of {name}", ("version", "committed at", "operation", "rows", "files", "bytes added",
-                                       "metadata"), rows, no_wrap=("committed at",))
+                                       "metadata", "operation metrics"), rows, no_wrap=("committed at",))
 
 
 def files(name: TableName, version: Version = None, json_: JsonFlag = False) -> None:

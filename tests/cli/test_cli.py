@@ -81,6 +81,7 @@ def test_describe_history_files_and_log_as_json_and_tables(warehouse: str, event
     assert (described["version"], described["files"], described["rows"]) == (7, 6, 6)
     history = run_json("--warehouse", warehouse, "history", "events")
     assert [s["version"] for s in history] == list(range(2, 8)) and history[0]["metadata"] == {"seq": "0"}
+    assert history[0]["operation_metrics"] == {}  # a merge's or update's counts (tests/changes)
     assert len(run_json("--warehouse", warehouse, "files", "events")) == 6
     assert len(run_json("--warehouse", warehouse, "files", "events", "--version", "3")) == 2
     log = run_json("--warehouse", warehouse, "log", "events", "--from", "2", "--limit", "2")
