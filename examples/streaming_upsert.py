@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,10 @@ def main() -> None:
     landing.mkdir(parents=True, exist_ok=True)
     pq.write_table(changes([(1, "ann", "upsert"), (2, "bob", "upsert"), (3, "cat", "upsert")]), landing / "0.parquet")
     pq.write_table(changes([(2, "bobby", "upsert"), (3, "", "delete"), (4, "dan", "upsert")]), landing / "1.parquet")
+    # The file source takes the oldest file first; files written within the same second would tie.
+    now = time.time()
+    for k in range(2):
+        os.utime(landing / f"{k}.parquet", (now - 60 + k * 10, now - 60 + k * 10))
 
     def upsert(batch: Any, batch_id: int) -> None:
         snapshot = (users.merge(batch, "target.id = source.id")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,12 @@ def test_a_foreach_batch_upsert_lands_each_batch_once(spark: SparkSession, catal
     landing.mkdir()
     batches = [[(1, "ann", "upsert"), (2, "bob", "upsert")], [(2, "bobby", "upsert"), (1, "", "delete")],
                [(3, "cat", "upsert"), (2, "rob", "upsert")]]
+    now = time.time()
     for k, rows in enumerate(batches):
+        path = landing / f"{k}.parquet"
         pq.write_table(pa.table({"id": [r[0] for r in rows], "name": [r[1] for r in rows], "op": [r[2] for r in rows]}),
-                       landing / f"{k}.parquet")
+                       path)
+        os.utime(path, (now - 60 + k * 10, now - 60 + k * 10))  # the file source takes the oldest first
 
     def upsert(batch: Any, batch_id: int) -> None:
         (users.merge(batch, "target.id = source.id")
