@@ -13,9 +13,8 @@ state                     what and who                                   bound
 ``CATALOGS``              catalogs the ``sleeper`` source and the         16, LRU
                           streaming sink open in Spark's Python workers
                           (``spark/options.py``), per catalog config
-``REWRITE_STORES``        stores of compaction, delete, merge and update  16, LRU; forgotten
-                          tasks in Spark's Python workers                 after fork
-                          (``maintenance/``, ``spark/file_frames.py``)
+``REWRITE_STORES``        stores of compaction and delete tasks in        16, LRU; forgotten
+                          Spark's Python workers (``maintenance/``)       after fork
 ``REGISTERED_SOURCES``    the sessions ``sleeper`` is registered with,    weak: gone with
                           and the session conf it was registered with     the session
                           (``spark/source.py``)

@@ -25,11 +25,11 @@ import pyarrow.compute as pc
 
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.models import FileRef, TableSchema
-from sleeper_spark.process_state import REWRITE_STORES
 from sleeper_spark.source_options import DEFAULT_ROW_GROUP_ROWS, DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import data_frame, hand_over_columns, native_types
 from sleeper_spark.spark.native_write import quoted_column, stage_native
+from sleeper_spark.spark.options import open_catalog
 from sleeper_spark.spark.reader import conform, spark_schema
 from sleeper_spark.spark.source import session_parallelism
 from sleeper_spark.spark.writer import WriteTarget, stage_files
@@ -93,9 +93,7 @@ def _read_in_python_workers(table: Table, spark: Any, state: TableState, files: 
 
 def _read_files(job: _FilesToRead, indexes: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """In a Python worker: the files whose indexes arrive, each row with its file's path."""
-    from sleeper_spark.table.catalog import Catalog
-
-    store = REWRITE_STORES.get_or_create(job.options, lambda: Catalog.from_options(dict(job.options)).backend.store)
+    store = open_catalog(dict(job.options)).backend.store
     for batch in indexes:
         for index in batch.column(0).to_pylist():
             file = FileRef.model_validate_json(job.files[index])

@@ -147,9 +147,9 @@ def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
            spark_partitioning: tuple[str, ...]) -> dict[str, Any]:
     settings = parse_write(options)
     mode = _SAVE_MODES.get(save_mode, save_mode.lower())
+    write_mode = "overwrite" if mode == "overwrite" else "append"  # errorifexists and ignore write as appends
     partition_by = _partition_by(settings.partition_by, spark_partitioning)
-    metadata = check_write_args("overwrite" if mode == "overwrite" else "append", settings.metadata,
-                                settings.app_id, settings.app_version)
+    metadata = check_write_args(write_mode, settings.metadata, settings.app_id, settings.app_version)
     catalog = open_catalog(options)
     table = _existing(catalog, settings.table)
     if table is not None and mode == "errorifexists":
@@ -168,8 +168,8 @@ def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
     earlier = idempotent_repeat(state, settings.app_id, settings.app_version)
     if earlier is not None:
         return {"version": earlier.version}
-    snapshot = write_native(table, df, state, "overwrite" if mode == "overwrite" else "append", metadata,
-                            settings.app_id, settings.app_version, merge=merge)
+    snapshot = write_native(table, df, state, write_mode, metadata, settings.app_id, settings.app_version,
+                            merge=merge)
     if snapshot is None:  # the session changed between Spark's planning and this call
         raise ConfigError(f"table {table.name!r} can no longer be written by Spark's own Parquet writer in this "
                           "session (was spark.sleeper_spark.native switched off?); save again")

@@ -60,14 +60,11 @@ def read_native(table: Table, spark: Any, version: int | None) -> Any | None:
     if files is None:
         return None
     try:
-        jdf = entry.dataFrame(spark._jsparkSession, files.description, files.root, files.manifest,
-                              files.schema_json, _string_array(spark, files.partition_by))
+        jdf = open_data_frame(spark, entry, files)
     except Exception as error:  # e.g. a Spark build whose internals differ from the one the jar was built on
         log.warning("table %s: Spark's Parquet reader could not be set up (%s); reading through the Python "
                     "data source", table.name, str(error).splitlines()[0])
         return None
-    finally:
-        os.unlink(files.manifest)
     from pyspark.sql import DataFrame
 
     return DataFrame(jdf, spark)
@@ -161,13 +158,18 @@ def data_frame(spark: Any, entry: Any, description: str, root: str, files: pa.Ta
     """The JVM's DataFrame (py4j) over the files in ``files`` (the hand-over format)."""
     from sleeper_spark.spark.reader import spark_schema
 
-    struct = spark_schema(schema, guarded=False)
-    manifest = _write_manifest(files)
+    return open_data_frame(spark, entry, HandOver(
+        description=description, root=root.rstrip("/"), manifest=_write_manifest(files),
+        schema_json=spark_schema(schema, guarded=False).json(), partition_by=partition_by))
+
+
+def open_data_frame(spark: Any, entry: Any, files: HandOver) -> Any:
+    """The JVM's DataFrame (py4j) over a hand-over; its manifest is deleted once the JVM has read it."""
     try:
-        return entry.dataFrame(spark._jsparkSession, description, root.rstrip("/"), manifest, struct.json(),
-                               _string_array(spark, partition_by))
+        return entry.dataFrame(spark._jsparkSession, files.description, files.root, files.manifest,
+                               files.schema_json, _string_array(spark, files.partition_by))
     finally:
-        os.unlink(manifest)
+        os.unlink(files.manifest)
 
 
 def _write_manifest(files: pa.Table) -> str:

@@ -10,8 +10,9 @@ state, up to :data:`ATTEMPTS` times, then raises :class:`CommitConflictError`.
 
 MERGE picks the target files by the equalities of its condition (``target.k = source.k``): a
 file is read only if one of the source's keys may lie within its statistics (or, for more than
-:data:`_EXACT_KEYS` distinct keys, if its statistics overlap the source's range of keys). A target row matched by two
-source rows is an error, as in SQL (:class:`MergeCardinalityError`), and nothing is committed.
+:data:`_EXACT_KEYS` distinct keys, if its statistics overlap the source's range of keys). A
+target row matched by two source rows is an error, as in SQL (:class:`MergeCardinalityError`),
+and nothing is committed.
 """
 
 from __future__ import annotations
@@ -121,14 +122,13 @@ class MergeBuilder:
         table, spark = self._table, self._source.sparkSession
         columns = state.schema.names
         self._check_columns(columns)
-        rows = None if self._not_matched_by_source else self._key_filter(state)
+        pairs = _key_pairs(self._condition, columns, set(self._source.columns))
+        rows = None if self._not_matched_by_source else self._key_filter(state, pairs)
         candidates = planned_files(state, rows) if state.files else []
         inserts_only = not (self._matched or self._not_matched_by_source)
         source = self._source.withColumn(_IN_SOURCE, F.lit(True))
         if candidates and not inserts_only:
-            target = files_frame(table, spark, state, candidates)
-            target = target.withColumn(_ROW_ID, F.monotonically_increasing_id()).withColumn(_IN_TARGET, F.lit(True))
-            pairs = _key_pairs(self._condition, columns, set(self._source.columns))
+            target = _target_frame(table, spark, state, candidates)
             if pairs:
                 # Both sides hashed by the keys into about a task per 128 MiB of target files: the
                 # join then runs in those tasks rather than the session's shuffle partitions.
@@ -161,7 +161,7 @@ class MergeBuilder:
             value = F.col(f"target.{quoted_column(column)}")
             for code, clause in codes.items():
                 if clause.kind in ("update", "insert"):
-                    new = _value(clause, column, clause.kind)
+                    new = _value(clause, column)
                     value = F.when(F.col(_ACTION) == code, new.cast(types[column])).otherwise(value)
             values.append(value.alias(column))
         result = (joined.withColumn(_ACTION, action)
@@ -211,14 +211,15 @@ class MergeBuilder:
                     raise SchemaMismatchError(f"table {self._table.name!r} has no column(s) {unknown}; its columns: "
                                               f"{list(columns)}")
 
-    def _key_filter(self, state: TableState) -> pc.Expression | None:
-        """The target rows the merge can match: for each equality key, the source's distinct keys
-        (one job each), or past :data:`_EXACT_KEYS` of them their range (one more job)."""
+    def _key_filter(self, state: TableState, pairs: list[tuple[str, str]]) -> pc.Expression | None:
+        """The target rows the merge can match: for each equality key (``pairs``, target and source
+        column), the source's distinct keys (one job each), or past :data:`_EXACT_KEYS` of them
+        their range (one more job)."""
         from pyspark.sql import functions as F
 
         arrow = state.schema.to_arrow()
         expression: pc.Expression | None = None
-        for target_column, source_column in _key_pairs(self._condition, state.schema.names, set(self._source.columns)):
+        for target_column, source_column in pairs:
             column = F.col(quoted_column(source_column))
             field_type = arrow.field(target_column).type
             found = [row[0] for row in self._source.select(column).where(column.isNotNull()).distinct()
@@ -241,8 +242,7 @@ class MergeBuilder:
         from pyspark.sql import functions as F
 
         if candidates:  # inserts only, but some target rows may match: keep the source rows none match
-            target = files_frame(self._table, source.sparkSession, state, candidates)
-            target = target.withColumn(_ROW_ID, F.monotonically_increasing_id()).withColumn(_IN_TARGET, F.lit(True))
+            target = _target_frame(self._table, source.sparkSession, state, candidates)
             return target.alias("target").join(source, F.expr(self._condition), "right_outer") \
                 .where(F.col(f"target.{_IN_TARGET}").isNull())
         empty = spark_schema(state.schema, guarded=False)
@@ -268,13 +268,12 @@ def update(table: Table, spark: Any, set: Mapping[str, str], where: str | None =
             raise SchemaMismatchError(f"table {table.name!r} has no column(s) {unknown}; its columns: "
                                       f"{state.schema.names}")
         files = list(state.files.values())
-        target = files_frame(table, spark, state, files) if files else None
-        if target is None:
+        if not files:
             return _stage_and_commit(table, state, None, [], ReadSet(state.version, frozenset(), None), "update",
                                      {}, None, None, {"rows_updated": 0, "files_read": 0, "files_rewritten": 0})
-        hit = F.coalesce(F.expr(where), F.lit(False)) if where else F.lit(True)
+        hit = _condition(where)
         types = {f.name: f.dataType for f in spark_schema(state.schema, guarded=False).fields}
-        result = target.select(
+        result = files_frame(table, spark, state, files).select(
             F.col(FILE_COLUMN), hit.alias(_ACTION),
             *[(F.when(hit, F.expr(values[c]).cast(types[c])).otherwise(F.col(quoted_column(c))) if c in values
                else F.col(quoted_column(c))).alias(c) for c in state.schema.names])
@@ -341,6 +340,14 @@ def _spread(rows: Any, changed: Sequence[FileRef], partition_by: tuple[str, ...]
     return rows.repartition(tasks)
 
 
+def _target_frame(table: Table, spark: Any, state: TableState, candidates: Sequence[FileRef]) -> Any:
+    """The candidate files' rows, each with a row id (for the cardinality check) and a mark that it is a target row."""
+    from pyspark.sql import functions as F
+
+    target = files_frame(table, spark, state, candidates)
+    return target.withColumn(_ROW_ID, F.monotonically_increasing_id()).withColumn(_IN_TARGET, F.lit(True))
+
+
 def _check_cardinality(result: Any, matched_codes: list[str], table: str) -> None:
     from pyspark.sql import functions as F
 
@@ -377,14 +384,15 @@ def _condition(condition: str | None) -> Any:
     return F.coalesce(F.expr(condition), F.lit(False)) if condition else F.lit(True)
 
 
-def _value(clause: _Clause, column: str, kind: str) -> Any:
+def _value(clause: _Clause, column: str) -> Any:
+    """The new value of ``column`` under an update or insert clause."""
     from pyspark.sql import functions as F
 
     if clause.values is None:
         return F.col(f"source.{quoted_column(column)}")
     if column in clause.values:
         return F.expr(clause.values[column])
-    if kind == "insert":
+    if clause.kind == "insert":
         return F.lit(None)  # a column an insert does not name is null
     return F.col(f"target.{quoted_column(column)}")  # an update keeps the columns it does not set
 
