@@ -32,7 +32,7 @@ from sleeper_spark.errors import (
     WarehouseNotFoundError,
     WriteOutcomeUnknownError,
 )
-from sleeper_spark.models import ColumnStats, FileRef, Snapshot, VacuumReport, VerifyReport
+from sleeper_spark.models import ColumnStats, FileRef, Snapshot, SnapshotMember, VacuumReport, VerifyReport
 from sleeper_spark.spark import register, sleeper_error  # importing it registers the Spark bridge
 from sleeper_spark.spark.jvm import configure_spark, jar_path
 from sleeper_spark.table import Catalog, Table
@@ -62,6 +62,7 @@ __all__ = [
     "SchemaMismatchError",
     "SleeperSparkError",
     "Snapshot",
+    "SnapshotMember",
     "SnapshotNotFoundError",
     "StaleIntentError",
     "StorageError",

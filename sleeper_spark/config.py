@@ -154,6 +154,8 @@ class CatalogConfig(BaseModel):
     # reads the log, in case the log was truncated past its cached state.
     recheck_after_s: float = Field(default=300.0, ge=0, le=300.0, description="a writer idle for longer re-reads "
                                    "the state-snapshot pointer before trusting its cached state")
+    group_commit: bool = Field(default=False, description="let one log transaction carry the appends of many "
+                               "writers (threads or processes) that commit at the same moment")
     retry: RetryPolicy = RetryPolicy()
     store_retry: StoreRetryPolicy = StoreRetryPolicy()
 

@@ -7,6 +7,7 @@ Keys are relative to the warehouse root (``table_root`` is a table's folder in i
     <table>/data/spark-<write id>/…/part-….parquet  data files (Spark's own writer, one folder a write)
     <table>/_log/<20-digit number>.json          the transaction log of an object-store catalog
     <table>/_log/bodies/<sha256>.json            transaction bodies too big for a log entry
+    <table>/_log/pending/<32 hex digits>.json    appends waiting for a group commit (object-store catalog)
     <table>/_state/<20-digit number>.parquet     state snapshots
     <table>/_state/latest                        the state-snapshot pointer of an object-store catalog
     <table>/_lock/maintenance                    the maintenance lock (vacuum, log truncation)
@@ -24,6 +25,7 @@ CATALOG_DIR = "_catalog"
 DATA_DIR = "data"
 LOG_DIR = "_log"
 BODIES_DIR = f"{LOG_DIR}/bodies"
+PENDING_DIR = f"{LOG_DIR}/pending"
 STATE_DIR = "_state"
 LOCK_DIR = "_lock"
 STATE_POINTER = "latest"
@@ -31,6 +33,8 @@ MAINTENANCE_LOCK = "maintenance"
 INTENT_MARK = ".INTENT."
 STATE_SNAPSHOT_SUFFIX = ".parquet"
 _NUMBER_DIGITS = 20
+_PENDING_KEY_DIGITS = 32
+_HEX_DIGITS = frozenset("0123456789abcdef")
 
 
 def _join(*parts: str) -> str:
@@ -64,6 +68,31 @@ def body_key(table_root: str, digest: str) -> str:
     return _join(table_root, BODIES_DIR, f"{digest}.json")
 
 
+def pending_prefix(table_root: str) -> str:
+    return _join(table_root, PENDING_DIR) + "/"
+
+
+def is_pending_key(key: str) -> bool:
+    """Whether ``key`` can name a pending append: 32 lowercase hex digits (a uuid4 in hex)."""
+    return len(key) == _PENDING_KEY_DIGITS and all(c in _HEX_DIGITS for c in key)
+
+
+def pending_key(table_root: str, key: str) -> str:
+    """The object of the pending append ``key`` (see :mod:`sleeper_spark.log.pending`)."""
+    if not is_pending_key(key):
+        raise ValueError(f"{key!r} is no pending append key (32 lowercase hex digits)")
+    return _join(table_root, PENDING_DIR, f"{key}.json")
+
+
+def pending_record_key(name: str) -> str | None:
+    """The key of a pending append from its name within the pending folder, or ``None``.
+
+    Intents, temporary files and anything else that a store may list there are not records.
+    """
+    stem = name.removesuffix(".json")
+    return stem if stem != name and is_pending_key(stem) else None
+
+
 def state_prefix(table_root: str) -> str:
     return _join(table_root, STATE_DIR) + "/"
 
@@ -87,12 +116,20 @@ def maintenance_lock_key(table_root: str) -> str:
 
 
 def table_metadata_prefixes(table_root: str) -> list[str]:
-    """The folders of a table that hold its log and state: what dropping it without purging deletes."""
+    """The folders of a table that hold its log and state: what dropping it without purging deletes.
+
+    The log's folder holds its spilled bodies and pending appends too, so they go with it.
+    """
     return [log_prefix(table_root), state_prefix(table_root)]
 
 
 class Kind(Enum):
-    """What an object of a table's folder is, by its key relative to the table root."""
+    """What an object of a table's folder is, by its key relative to the table root.
+
+    Vacuum deletes old objects of the kinds other than ``OTHER``; log entries, the state pointer,
+    locks and pending appends are ``OTHER``, since their owners remove them (a pending append is
+    deleted by whoever commits it, however old it is).
+    """
 
     DATA = "data file"
     BODY = "spilled body"

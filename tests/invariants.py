@@ -6,8 +6,10 @@
 * every referenced file exists with its size and checksum;
 * the state loaded from a state snapshot equals the state from a full replay of the log.
 
-Writes are identified by ``metadata["writer"]`` and ``metadata["seq"]``; ``check_log_invariants``
-checks the rest for tables whose writes are tagged otherwise (streaming sinks).
+Writes are identified by ``metadata["writer"]`` and ``metadata["seq"]``, of a snapshot or, in a
+version a group commit made, of each of its members; ``check_log_invariants`` checks the rest for
+tables whose writes are tagged otherwise (streaming sinks). A group version's counts must be the
+sums of its members'.
 """
 
 from __future__ import annotations
@@ -54,9 +56,7 @@ def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *,
     history = table.history()
     problems = _history_problems(history, first_version)
 
-    seen = Counter(
-        (int(s.metadata["writer"]), int(s.metadata["seq"])) for s in history if "writer" in s.metadata
-    )
+    seen = Counter(key for s in history for key in tagged_writes(s))
     expected_rows = 0
     for outcome in outcomes:
         key = (outcome.writer, outcome.seq)
@@ -81,7 +81,7 @@ def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *,
 def _outcome_problems(history: list[ss.Snapshot], outcomes: list[WriteOutcome], first_version: int) -> list[str]:
     """History, each write's count, files and replay; the row count is left to the caller."""
     problems = _history_problems(history, first_version)
-    seen = Counter((int(s.metadata["writer"]), int(s.metadata["seq"])) for s in history if "writer" in s.metadata)
+    seen = Counter(key for s in history for key in tagged_writes(s))
     for outcome in outcomes:
         key = (outcome.writer, outcome.seq)
         count = seen.get(key, 0)
@@ -105,9 +105,9 @@ def _replayed_row_problems(table: ss.Table, history: list[ss.Snapshot], outcomes
                 problems.append(f"overwrite at version {snapshot.version} removed {snapshot.rows_removed} rows, "
                                 f"the table held {sum(expected.values())}")
             expected = Counter()
-        if snapshot.operation in ("append", "overwrite") and "writer" in snapshot.metadata:
-            key = (int(snapshot.metadata["writer"]), int(snapshot.metadata["seq"]))
-            expected[key] += rows_of.get(key, 0)
+        if snapshot.operation in ("append", "overwrite"):
+            for key in tagged_writes(snapshot):
+                expected[key] += rows_of.get(key, 0)
     scanned = table.scan(columns=["writer", "seq"])
     actual = Counter(zip(scanned.column("writer").to_pylist(), scanned.column("seq").to_pylist(), strict=True))
     expected = +expected
@@ -120,6 +120,12 @@ def _replayed_row_problems(table: ss.Table, history: list[ss.Snapshot], outcomes
     problems.extend(_file_problems(table))
     problems.extend(_replay_problems(table))
     return problems
+
+
+def tagged_writes(snapshot: ss.Snapshot) -> list[tuple[int, int]]:
+    """The ``(writer, seq)`` of each write a version holds: its members', or its own."""
+    tags = [m.metadata for m in snapshot.members] if snapshot.members else [snapshot.metadata]
+    return [(int(t["writer"]), int(t["seq"])) for t in tags if "writer" in t]
 
 
 def check_log_invariants(table: ss.Table, *, first_version: int = 2) -> None:
@@ -140,6 +146,18 @@ def _history_problems(history: list[ss.Snapshot], first_version: int) -> list[st
             problems.append(f"version {current.version} names parent {current.parent_id}, not {previous.snapshot_id}")
     if history and first_version == 2 and history[0].parent_id is not None:
         problems.append("the first snapshot has a parent")
+    for snapshot in history:
+        members = snapshot.members
+        if members and (snapshot.rows_added, snapshot.files_added) != (sum(m.rows_added for m in members),
+                                                                        sum(m.files_added for m in members)):
+            problems.append(f"version {snapshot.version}: its counts are not the sums of its members'")
+        if len({m.write_id for m in members}) != len(members):
+            problems.append(f"version {snapshot.version} holds one write twice")
+    ids = Counter(m.write_id for s in history for m in s.members) + Counter(
+        s.write_id for s in history if s.write_id is not None and not s.members)
+    doubled = [write_id for write_id, count in ids.items() if count > 1]
+    if doubled:
+        problems.append(f"writes committed in more than one version: {doubled[:5]}")
     return problems
 
 

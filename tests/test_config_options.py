@@ -17,7 +17,7 @@ CATALOG_SAMPLES = {
     "endpoint_url": "http://localhost:4566", "s3_endpoint_url": "http://localhost:9000",
     "dynamodb_endpoint_url": "http://localhost:8000", "transactions_table": "txns", "snapshots_table": "snaps",
     "conditional_writes": "put-and-verify", "lock_table": "locks", "state_snapshot_interval": "7",
-    "recheck_after_s": "12.5", "retry.max_attempts": "3", "retry.base_delay_s": "0.01",
+    "recheck_after_s": "12.5", "group_commit": "true", "retry.max_attempts": "3", "retry.base_delay_s": "0.01",
     "retry.max_delay_s": "0.2", "retry.jitter": "0.5", "store_retry.max_attempts": "9",
     "store_retry.base_delay_s": "0.1", "store_retry.max_delay_s": "1.5", "store_retry.jitter": "0.25",
     "store_retry.max_elapsed_s": "30",

@@ -67,9 +67,10 @@ def history(name: TableName, json_: JsonFlag = False) -> None:
     if json_:
         emit_json(snapshots)
         return
-    rows = [(s.version, s.committed_at, s.operation, f"+{s.rows_added} -{s.rows_removed}",
-             f"+{s.files_added} -{s.files_removed}", human_bytes(s.bytes_added), s.metadata,
-             s.operation_metrics or "") for s in snapshots]
+    # A group commit's version shows how many writers' appends it holds (--json lists each).
+    rows = [(s.version, s.committed_at, s.operation + (f" ({len(s.members)} writers)" if s.members else ""),
+             f"+{s.rows_added} -{s.rows_removed}", f"+{s.files_added} -{s.files_removed}",
+             human_bytes(s.bytes_added), s.metadata, s.operation_metrics or "") for s in snapshots]
     print_table(f"history of {name}", ("version", "committed at", "operation", "rows", "files", "bytes added",
                                        "metadata", "operation metrics"), rows, no_wrap=("committed at",))
 

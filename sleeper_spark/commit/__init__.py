@@ -4,6 +4,7 @@ Single store and log calls retry on their own, under the one store policy (``sto
 """
 
 from sleeper_spark.commit.entries import LogEntry
+from sleeper_spark.commit.group import GroupCommit, pending_paths
 from sleeper_spark.commit.head import (
     TRUNCATION_MIN_AGE_S,
     BuildTransaction,
@@ -18,9 +19,11 @@ __all__ = [
     "TRUNCATION_MIN_AGE_S",
     "BuildTransaction",
     "CommitResult",
+    "GroupCommit",
     "LogEntry",
     "RetryCommit",
     "TableHead",
     "idempotent_repeat",
+    "pending_paths",
     "utc_now",
 ]

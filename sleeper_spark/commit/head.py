@@ -250,6 +250,39 @@ class TableHead:
             ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
+    # -- what a group commit (commit/group.py) builds on ---------------------------------
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held by each commit attempt and catch-up (see ``__init__``)."""
+        return self._lock
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return self._retry
+
+    def sleep(self, seconds: float) -> None:
+        self._sleep(seconds)
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    def optimistic_state(self) -> TableState:
+        """The state a first attempt builds on (see :meth:`_optimistic_state`)."""
+        return self._optimistic_state()
+
+    def catch_up_knowing(self, uncertain_at: int | None) -> TableState:
+        """Catch-up inside a commit loop whose append at ``uncertain_at`` may have landed."""
+        return self._catch_up_knowing(uncertain_at)
+
+    def try_append(self, txn: Transaction, state: TableState) -> Snapshot | int:
+        """One conditional append of ``txn`` after ``state`` (see :meth:`_attempt`); :class:`RetryCommit` if lost."""
+        return self._attempt(txn, state)
+
+    def finished(self, snapshot: Snapshot, attempts: int, started: float) -> CommitResult:
+        """Logs a commit that landed and writes the state snapshot its version is due."""
+        return self._done(snapshot, True, attempts, started)
+
     def _optimistic_state(self) -> TableState:
         """The state for a first attempt: the cached one if it was read recently.
 

@@ -21,7 +21,4 @@ def idempotent_repeat(state: TableState, app_id: str | None, app_version: int | 
     if earlier is not None:
         return earlier
     # A newer version of this app committed: this one is superseded. Report the newest.
-    for snapshot in reversed(state.history):
-        if snapshot.app_id == app_id:
-            return snapshot
-    return state.latest
+    return state.history.last_with_app(app_id) or state.latest

@@ -1,4 +1,4 @@
-"""The AWS backend: data and state snapshots on S3, logs, pointers and registry in DynamoDB.
+"""The AWS backend: data and state snapshots on S3; logs, pending appends, pointers and registry in DynamoDB.
 
 Also :func:`open_s3_store`, the S3 store of the object-store catalog, whose log lives on S3
 itself (``ObjectStoreBackend(store, NativeConditionalWrites(store))``).
@@ -17,6 +17,7 @@ from sleeper_spark.log.catalog_backend import CatalogBackend
 from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.dynamodb_log_tables import ensure_tables
 from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.storage.aws import make_client
 from sleeper_spark.storage.conditional import NativeConditionalWrites
@@ -63,6 +64,15 @@ class AwsBackend(CatalogBackend):
         return DynamoDBStatePointer(
             self._dynamodb,
             self._config.snapshots_table,
+            entry.table_id,
+            conditional_client=self._dynamodb_conditional,
+            retry=self._config.store_retry,
+        )
+
+    def pending_appends(self, entry: TableEntry) -> DynamoDBPendingAppends:
+        return DynamoDBPendingAppends(
+            self._dynamodb,
+            self._config.transactions_table,
             entry.table_id,
             conditional_client=self._dynamodb_conditional,
             retry=self._config.store_retry,

@@ -1,4 +1,4 @@
-"""What a catalog is built from: an object store, a registry, and per-table logs and pointers."""
+"""What a catalog is built from: an object store, a registry, and per-table logs, pointers and pending appends."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import WarehouseNotFoundError
 from sleeper_spark.log.memory import InMemoryTransactionLog
 from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
+from sleeper_spark.log.pending import InMemoryPendingAppends, PendingAppends
+from sleeper_spark.log.pending_objectstore import ObjectStorePendingAppends
 from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableEntry, TableRegistry
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePointer
 from sleeper_spark.log.transaction_log import TransactionLog
@@ -15,7 +17,7 @@ from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
 
 class CatalogBackend(ABC):
-    """The storage of one catalog: data files, table registry, logs and state pointers."""
+    """The storage of one catalog: data files, table registry, logs, state pointers and pending appends."""
 
     def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy, registry: TableRegistry) -> None:
         self.store = store
@@ -29,6 +31,10 @@ class CatalogBackend(ABC):
     @abstractmethod
     def state_pointer(self, entry: TableEntry) -> StatePointer:
         """The state-snapshot pointer of one table."""
+
+    @abstractmethod
+    def pending_appends(self, entry: TableEntry) -> PendingAppends:
+        """The appends of one table waiting for a group commit, where every writer of it can see them."""
 
     def ensure_infrastructure(self) -> None:
         """Creates what the backend needs outside the warehouse; idempotent."""
@@ -62,6 +68,9 @@ class ObjectStoreBackend(CatalogBackend):
     def state_pointer(self, entry: TableEntry) -> StatePointer:
         return ObjectStoreStatePointer(self.store, self.conditional, entry.root, retry=self._retry)
 
+    def pending_appends(self, entry: TableEntry) -> PendingAppends:
+        return ObjectStorePendingAppends(self.store, entry.root)
+
 
 class InMemoryLogBackend(ObjectStoreBackend):
     """Data on a store, logs in memory with fault hooks: for tests of the commit loop."""
@@ -69,6 +78,10 @@ class InMemoryLogBackend(ObjectStoreBackend):
     def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy) -> None:
         super().__init__(store, conditional)
         self.logs: dict[str, InMemoryTransactionLog] = {}
+        self.pending: dict[str, InMemoryPendingAppends] = {}
 
     def transaction_log(self, entry: TableEntry) -> InMemoryTransactionLog:
         return self.logs.setdefault(entry.table_id, InMemoryTransactionLog())
+
+    def pending_appends(self, entry: TableEntry) -> InMemoryPendingAppends:
+        return self.pending.setdefault(entry.table_id, InMemoryPendingAppends())

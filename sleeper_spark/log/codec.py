@@ -9,6 +9,7 @@ retried commit writes the body once, and a body whose entry never landed is garb
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime, timezone
 
 from pydantic import ValidationError
@@ -17,6 +18,7 @@ from sleeper_spark.errors import CorruptLogError, PathExistsError
 from sleeper_spark.layout import body_key
 from sleeper_spark.models import Transaction, decode_transaction, encode_transaction
 from sleeper_spark.models.spill import SpillPointer
+from sleeper_spark.models.transactions import KNOWN_TYPES
 from sleeper_spark.storage import ObjectStore, join_key
 
 SPILL_THRESHOLD = 200 * 1024
@@ -53,6 +55,13 @@ class TransactionCodec:
                 return self._load_spilled(number, SpillPointer.decode(data))
             return decode_transaction(data)
         except (ValidationError, ValueError, KeyError) as error:
+            newer = _unknown_type(data)
+            if newer is not None:
+                raise CorruptLogError(
+                    f"table {self._name!r}: transaction {number} is of type {newer!r}, which this version of "
+                    "sleeper_spark does not know: a newer version wrote it. Upgrade sleeper_spark to read and write "
+                    "this table (the entry is not damaged; do not repair it)"
+                ) from None
             raise self._damaged(number, _first_line(error)) from None
 
     def _damaged(self, number: int, why: str) -> CorruptLogError:
@@ -77,6 +86,16 @@ class TransactionCodec:
             raise self._damaged(number, f"its body {key} is damaged")
         txn = decode_transaction(body)
         return txn.model_copy(update={"parent_id": pointer.parent_id, "committed_at": pointer.committed_at})
+
+
+def _unknown_type(data: bytes) -> str | None:
+    """The ``type`` of an entry that is well-formed JSON of a transaction type this version lacks."""
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        return None
+    kind = decoded.get("type") if isinstance(decoded, dict) else None
+    return kind if isinstance(kind, str) and kind not in KNOWN_TYPES else None
 
 
 def _first_line(error: Exception) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sleeper_spark.commit import utc_now
+from sleeper_spark.commit import pending_paths, utc_now
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.layout import Kind, intent_target, kind_of, state_snapshot_number
 from sleeper_spark.maintenance.locking import maintenance_lock
@@ -68,12 +68,16 @@ def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: b
         raise ConfigError(f"older_than must be a non-negative timedelta, not {older_than!r}")
     progress = progress or no_progress
     cutoff = (now or utc_now()) - older_than
+    if not dry_run and table.group_commit is not None:
+        # What a writer that died after recording its append left pending goes in first.
+        table.group_commit.commit_pending()
     state = table.head.catch_up()
     progress("listing", 0, 0)
     listing = list_table(table.store, table.root)
     floor = retention_floor(state.history, cutoff)
     facts = read_log_facts(table, state.version, sorted(listing.state_snapshots), floor, progress)
-    keep = facts.retained_files | set(state.files)
+    # Files a pending append names are not garbage: a group commit may still put them in.
+    keep = facts.retained_files | set(state.files) | pending_paths(table.catalog.backend.pending_appends(table.entry))
     doomed_data = [o for o in listing.data if o.key not in keep and o.last_modified < cutoff]
     doomed_bodies = [o for o in listing.bodies
                      if o.key not in facts.referenced_bodies and o.last_modified < cutoff]

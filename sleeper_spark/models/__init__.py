@@ -2,9 +2,10 @@
 
 from sleeper_spark.models.files import ColumnStats, FileRef, StatValue
 from sleeper_spark.models.schema import DataType, Field, TableSchema
-from sleeper_spark.models.snapshot import Snapshot
+from sleeper_spark.models.snapshot import Snapshot, SnapshotMember
 from sleeper_spark.models.transactions import (
     AddFiles,
+    AppendGroup,
     CreateTable,
     ReplaceFiles,
     SetProperties,
@@ -17,6 +18,7 @@ from sleeper_spark.models.transactions import (
 
 __all__ = [
     "AddFiles",
+    "AppendGroup",
     "ColumnStats",
     "CreateTable",
     "DataType",
@@ -26,6 +28,7 @@ __all__ = [
     "SetProperties",
     "SetSchema",
     "Snapshot",
+    "SnapshotMember",
     "StatValue",
     "TableSchema",
     "Transaction",

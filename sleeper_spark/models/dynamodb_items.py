@@ -71,6 +71,23 @@ class TransactionItem(DynamoDBItem):
     written_at: datetime | None = None  # when this writer put it (set on every put; for people)
 
 
+class PendingItem(DynamoDBItem):
+    """An append waiting for a group commit (see :mod:`sleeper_spark.log.pending`).
+
+    Hash key ``<table id>#pending``, so a table's records are one query and never meet its log;
+    range key ``number``, the first 60 bits of ``key`` (a DynamoDB number holds 38 digits, too
+    few for all 128). ``expires_at`` (epoch seconds) lets DynamoDB's TTL remove a record that
+    no committer deleted.
+    """
+
+    table_id: str
+    number: int
+    key: str
+    body: bytes
+    written_at: datetime | None = None
+    expires_at: int | None = None
+
+
 # -- the AWS backend's snapshots table -------------------------------------------------------
 
 

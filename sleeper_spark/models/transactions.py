@@ -66,6 +66,25 @@ class AddFiles(TransactionBase):
     )
 
 
+class AppendGroup(TransactionBase):
+    """The appends of several writers in one version (group commit).
+
+    Each member is a whole :class:`AddFiles` of one writer, with its own write id, metadata and
+    ``(app_id, app_version)``; the group's own fields describe the version (its ``write_id`` is
+    the proposer's, never a member's). Members never set a schema: a write that evolves the
+    schema commits alone. Added in format 2 of the log; a reader that predates it says the log
+    needs a newer sleeper_spark (see ``TransactionCodec``).
+    """
+
+    type: Literal["append_group"] = "append_group"
+    members: tuple[AddFiles, ...] = Field(min_length=1)
+
+    @property
+    def files(self) -> tuple[FileRef, ...]:
+        """Every member's files, in member order."""
+        return tuple(f for member in self.members for f in member.files)
+
+
 class ReplaceFiles(TransactionBase):
     """Removes files and adds others (overwrite, compaction, delete).
 
@@ -104,9 +123,14 @@ class SetProperties(TransactionBase):
 
 
 Transaction = Annotated[
-    CreateTable | AddFiles | ReplaceFiles | SetSchema | SetProperties,
+    CreateTable | AddFiles | AppendGroup | ReplaceFiles | SetSchema | SetProperties,
     Field(discriminator="type"),
 ]
+
+# The ``type`` of each transaction this version reads; a log entry of another type was written
+# by a newer version (see TransactionCodec.decode).
+KNOWN_TYPES = frozenset({"create_table", "add_files", "append_group", "replace_files", "set_schema",
+                         "set_properties"})
 
 TRANSACTION_ADAPTER: TypeAdapter[Transaction] = TypeAdapter(Transaction)
 

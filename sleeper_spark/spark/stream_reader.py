@@ -35,7 +35,7 @@ from pyspark.sql.types import StructType
 
 from sleeper_spark.errors import ConfigError, SchemaMismatchError, SnapshotNotFoundError, StorageError
 from sleeper_spark.log import LogThrottledError
-from sleeper_spark.models import AddFiles, FileRef, ReplaceFiles, SetSchema, TableSchema, Transaction
+from sleeper_spark.models import AddFiles, AppendGroup, FileRef, ReplaceFiles, SetSchema, TableSchema, Transaction
 from sleeper_spark.models.schema import same_type
 from sleeper_spark.spark.options import StreamReadOptions, open_catalog, parse_stream_read
 from sleeper_spark.spark.reader import FilesPartition, ReadTarget, SleeperReader
@@ -190,7 +190,7 @@ def check_stream_schema(number: int, txn: Transaction, schema: TableSchema, tabl
 
 def delivered_files(number: int, txn: Transaction, ignore_changes: bool, table: str) -> tuple[FileRef, ...]:
     """The files whose rows version ``number`` adds to a stream."""
-    if isinstance(txn, AddFiles):
+    if isinstance(txn, (AddFiles, AppendGroup)):
         return txn.files
     if isinstance(txn, ReplaceFiles):
         if txn.operation == "compact":

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from datetime import datetime
 from functools import singledispatch
 
 from sleeper_spark.errors import CommitConflictError, CorruptLogError
 from sleeper_spark.models import (
     AddFiles,
+    AppendGroup,
     CreateTable,
     ReplaceFiles,
     SetProperties,
     SetSchema,
     Snapshot,
+    SnapshotMember,
     TableSchema,
     Transaction,
     TransactionBase,
@@ -106,6 +109,42 @@ def _(txn: AddFiles, state: TableState) -> TableState:
                    bytes_added=sum(f.size_bytes for f in txn.files))
 
 
+# -- append_group --------------------------------------------------------------------------
+
+
+@validate.register
+def _(txn: AppendGroup, state: TableState) -> None:
+    paths = [f.path for f in txn.files]
+    if len(set(paths)) != len(paths):
+        raise CommitConflictError(f"table {state.name!r}: two members of one group commit add the same file")
+    if any(member.schema_ is not None for member in txn.members):
+        raise CommitConflictError(f"table {state.name!r}: a member of a group commit sets a schema; it commits alone")
+    _refuse_present(paths, state)
+
+
+@apply.register
+def _(txn: AppendGroup, state: TableState) -> TableState:
+    """One version, one history entry listing the members; each member's app version is recorded."""
+    files = txn.files
+    members = tuple(
+        SnapshotMember(write_id=m.write_id, operation=m.operation, metadata=m.metadata, app_id=m.app_id,
+                       app_version=m.app_version, rows_added=sum(f.row_count for f in m.files),
+                       files_added=len(m.files), bytes_added=sum(f.size_bytes for f in m.files))
+        for m in txn.members
+    )
+    lows = [m.min_event_time for m in txn.members if m.min_event_time is not None]
+    highs = [m.max_event_time for m in txn.members if m.max_event_time is not None]
+    state = _record(txn, state, files=state.files.added(files, state.version + 1),
+                    rows_added=sum(m.rows_added for m in members), files_added=len(files),
+                    bytes_added=sum(m.bytes_added for m in members), members=members,
+                    event_times=(min(lows, default=None), max(highs, default=None)))
+    app_versions = dict(state.app_versions)
+    for m in txn.members:
+        if m.app_id is not None and m.app_version is not None:
+            app_versions[m.app_id] = max(m.app_version, app_versions.get(m.app_id, m.app_version))
+    return replace(state, app_versions=ReadOnlyDict(app_versions))
+
+
 # -- replace_files -------------------------------------------------------------------------
 
 
@@ -190,9 +229,12 @@ def _refuse_present(paths: Iterable[str], state: TableState) -> None:
 
 
 def _record(txn: TransactionBase, state: TableState, *, files: FileSet | None = None, rows_added: int = 0,
-            rows_removed: int = 0, files_added: int = 0, files_removed: int = 0, bytes_added: int = 0) -> TableState:
+            rows_removed: int = 0, files_added: int = 0, files_removed: int = 0, bytes_added: int = 0,
+            members: tuple[SnapshotMember, ...] = (),
+            event_times: tuple[datetime | None, datetime | None] | None = None) -> TableState:
     """The next state: ``files`` (or the same files) and one more history entry."""
     version = state.version + 1
+    low, high = event_times or (getattr(txn, "min_event_time", None), getattr(txn, "max_event_time", None))
     snapshot = Snapshot(
         version=version,
         snapshot_id=txn.snapshot_id,
@@ -205,12 +247,13 @@ def _record(txn: TransactionBase, state: TableState, *, files: FileSet | None = 
         files_added=files_added,
         files_removed=files_removed,
         bytes_added=bytes_added,
-        min_event_time=getattr(txn, "min_event_time", None),
-        max_event_time=getattr(txn, "max_event_time", None),
+        min_event_time=low,
+        max_event_time=high,
         app_id=txn.app_id,
         app_version=txn.app_version,
         write_id=txn.write_id,
         operation_metrics=txn.operation_metrics or {},
+        members=members,
     )
     app_versions = state.app_versions
     if txn.app_id is not None and txn.app_version is not None:

@@ -9,14 +9,14 @@ and the lookups on the commit path (by write id, by app) are vectorized.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sleeper_spark.models import Snapshot
+from sleeper_spark.models import Snapshot, SnapshotMember
 from sleeper_spark.state.runs import MaskBuilder, Runs
 
 TAIL_SNAPSHOTS = 256
@@ -31,6 +31,7 @@ HISTORY_SCHEMA = pa.schema([
     ("min_event_time", pa.timestamp("us", "UTC")), ("max_event_time", pa.timestamp("us", "UTC")),
     ("app_id", pa.string()), ("app_version", pa.int64()), ("write_id", pa.string()),
     ("operation_metrics", pa.string()),  # a JSON object; null when empty (and in state snapshots made before it)
+    ("members", pa.string()),  # a JSON list of a group commit's members; null for a one-writer version
 ])
 _PLAIN = ("version", "snapshot_id", "committed_at", "operation", "rows_added", "rows_removed", "files_added",
           "files_removed", "bytes_added", "min_event_time", "max_event_time", "app_id", "app_version", "write_id")
@@ -142,6 +143,63 @@ class SnapshotLog(Sequence[Snapshot]):
         found = self._index_of_last(marks)
         return None if found is None else self[found]
 
+    def last_holding_write(self, write_id: str) -> Snapshot | None:
+        """The newest snapshot that committed the write ``write_id``, alone or as a group member."""
+        own = self.last_where("write_id", write_id)
+        member = self._last_with_member(write_id, lambda m: m.write_id == write_id)
+        return max((s for s in (own, member) if s is not None), key=lambda s: s.version, default=None)
+
+    def last_holding_app(self, app_id: str, app_version: int) -> Snapshot | None:
+        """The newest snapshot that committed ``(app_id, app_version)``, alone or as a group member."""
+        own = self.last_where("app_id", app_id, app_version=app_version)
+        member = self._last_with_member(app_id, lambda m: m.app_id == app_id and m.app_version == app_version)
+        return max((s for s in (own, member) if s is not None), key=lambda s: s.version, default=None)
+
+    def last_with_app(self, app_id: str) -> Snapshot | None:
+        """The newest snapshot that committed any version of ``app_id``, alone or as a group member."""
+        own = self.last_where("app_id", app_id)
+        member = self._last_with_member(app_id, lambda m: m.app_id == app_id)
+        return max((s for s in (own, member) if s is not None), key=lambda s: s.version, default=None)
+
+    def _last_with_member(self, text: str, wanted: Callable[[SnapshotMember], bool]) -> Snapshot | None:
+        """The newest group snapshot with a member ``wanted`` picks; ``text`` occurs in that member's JSON."""
+        for snapshot in reversed(self._tail):
+            if any(wanted(m) for m in snapshot.members):
+                return snapshot
+        stored = self._runs.num_rows
+        # Vectorized first: only rows whose members' JSON contains the text are decoded.
+        candidates = self._indices_where(lambda batch: pc.fill_null(
+            pc.match_substring(batch.column("members"), json.dumps(text)[1:-1]), False))
+        for index in reversed(candidates):
+            if index < stored:
+                snapshot = self[index]
+                if any(wanted(m) for m in snapshot.members):
+                    return snapshot
+        return None
+
+    def since(self, version: int) -> list[Snapshot]:
+        """The snapshots with a version above ``version``, oldest first (usually a few, from the tail)."""
+        newer: list[Snapshot] = []
+        for snapshot in reversed(self._tail):
+            if snapshot.version <= version:
+                return newer[::-1]
+            newer.append(snapshot)
+        at = pa.scalar(version, pa.int64())
+        stored = self._runs.num_rows
+        first = next(iter(self._indices_where(lambda batch: pc.greater(batch.column("version"), at))), stored)
+        return self._decode(first, stored) + newer[::-1] if first < stored else newer[::-1]
+
+    def _indices_where(self, marks_of: MaskBuilder) -> list[int]:
+        """The stored rows (not the tail) ``marks_of`` marks, in order."""
+        found: list[int] = []
+        start = 0
+        for batch in self._runs.batches:
+            marks = marks_of(batch)
+            if pc.any(marks).as_py():
+                found.extend(start + int(i) for i in pc.indices_nonzero(marks).to_pylist())
+            start += int(batch.num_rows)
+        return found
+
     def _index_of_last(self, marks_of: MaskBuilder) -> int | None:
         end = self._runs.num_rows
         for batch in reversed(self._runs.batches):
@@ -188,6 +246,8 @@ def _row(snapshot: Snapshot, previous_id: str | None) -> dict[str, Any]:
     row["metadata"] = json.dumps(snapshot.metadata, sort_keys=True) if snapshot.metadata else None
     metrics = snapshot.operation_metrics
     row["operation_metrics"] = json.dumps(metrics, sort_keys=True) if metrics else None
+    row["members"] = (json.dumps([m.model_dump(exclude_defaults=True) for m in snapshot.members])
+                      if snapshot.members else None)
     return row
 
 
@@ -205,6 +265,8 @@ def decode_rows(rows: pa.Table, skip: int = 0) -> list[Snapshot]:
         fields["metadata"] = json.loads(text) if text else {}
         metrics = column["operation_metrics"][i]
         fields["operation_metrics"] = json.loads(metrics) if metrics else {}
+        members = column["members"][i]
+        fields["members"] = tuple(SnapshotMember.model_validate(m) for m in json.loads(members)) if members else ()
         snapshots.append(Snapshot.model_validate(fields))
     return snapshots
 

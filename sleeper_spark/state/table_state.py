@@ -77,8 +77,8 @@ class TableState:
         return self.history[-1] if self.history else None
 
     def snapshot_for_write(self, write_id: str) -> Snapshot | None:
-        """The snapshot a write with this id committed, newest first (a retry's usual target)."""
-        return self.history.last_where("write_id", write_id)
+        """The snapshot that committed the write with this id, alone or in a group; newest first."""
+        return self.history.last_holding_write(write_id)
 
     def snapshot_for_app(self, app_id: str, app_version: int) -> Snapshot | None:
-        return self.history.last_where("app_id", app_id, app_version=app_version)
+        return self.history.last_holding_app(app_id, app_version)

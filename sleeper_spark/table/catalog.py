@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sleeper_spark.commit import TableHead, utc_now
+from sleeper_spark.commit import GroupCommit, TableHead, utc_now
 from sleeper_spark.config import CatalogConfig, ConditionalWrites
 from sleeper_spark.errors import (
     ConfigError,
@@ -145,6 +145,7 @@ class Catalog:
         with self._lock:
             self._tables.pop(name, None)
         table.head.drop()
+        self.backend.pending_appends(table.entry).drop()
         store = self.backend.store
         prefixes = [table.root + "/"] if purge else table_metadata_prefixes(table.root)
         for prefix in prefixes:
@@ -171,7 +172,8 @@ class Catalog:
                 sleep=self._sleep,
                 recheck_after_s=self.config.recheck_after_s,
             )
-            table = self._tables[entry.name] = Table(self, entry, head, store)
+            group = GroupCommit(head, self.backend.pending_appends(entry)) if self.config.group_commit else None
+            table = self._tables[entry.name] = Table(self, entry, head, store, group)
             return table
 
     # -- the helper API ------------------------------------------------------------------

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sleeper_spark.commit import CommitResult, TableHead, idempotent_repeat
+from sleeper_spark.commit import CommitResult, GroupCommit, TableHead, idempotent_repeat
 from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import ConfigError, NoSnapshotsError, SnapshotNotFoundError
 from sleeper_spark.log import TableEntry
-from sleeper_spark.models import FileRef, Snapshot, TableSchema, VacuumReport, VerifyReport
+from sleeper_spark.models import AddFiles, FileRef, Snapshot, TableSchema, VacuumReport, VerifyReport
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.state import TableState
@@ -22,7 +22,7 @@ from sleeper_spark.state.file_columns import public_view, with_event_time
 from sleeper_spark.storage import ObjectStore
 from sleeper_spark.table import reading, schema_changes
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
-from sleeper_spark.table.writes import build_write, check_write_args, commit_staged, new_write_id
+from sleeper_spark.table.writes import build_write, check_write_args, commit_staged, new_write_id, settle_staged
 
 if TYPE_CHECKING:
     from sleeper_spark.table.catalog import Catalog
@@ -33,11 +33,13 @@ ArrowData = Any  # a pyarrow Table, RecordBatch or RecordBatchReader
 class Table:
     """One table of a catalog. Cheap to keep: it caches its state and only reads the log tail."""
 
-    def __init__(self, catalog: Catalog, entry: TableEntry, head: TableHead, store: ObjectStore) -> None:
+    def __init__(self, catalog: Catalog, entry: TableEntry, head: TableHead, store: ObjectStore,
+                 group_commit: GroupCommit | None = None) -> None:
         self.catalog = catalog
         self.entry = entry
         self.head = head
         self.store = store
+        self.group_commit = group_commit  # set when the catalog's group_commit setting is on
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, id={self.table_id})"
@@ -188,6 +190,13 @@ class Table:
         state = self.head.known_state()
         build = build_write(files, mode, metadata, write_id, app_id, app_version, state.event_time_column, state,
                             merge)
+        group = self.group_commit
+        if group is not None and mode == "append" and merge is None:
+            # An append's transaction does not depend on the state it follows: built once, it
+            # may ride in any version, alone or with other writers' appends.
+            append = build(state)
+            assert isinstance(append, AddFiles)
+            return settle_staged(self.store, self.root, files, lambda: group.commit(append))
         return commit_staged(self.head, self.store, self.root, files, build)
 
     # -- reading -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -84,8 +84,14 @@ def build_write(files: Sequence[FileRef], mode: str, metadata: dict[str, str], w
 
 def commit_staged(head: TableHead, store: ObjectStore, table_root: str, files: Sequence[FileRef],
                   build: BuildTransaction) -> CommitResult:
+    return settle_staged(store, table_root, files, lambda: head.commit(build))
+
+
+def settle_staged(store: ObjectStore, table_root: str, files: Sequence[FileRef],
+                  commit: Callable[[], CommitResult]) -> CommitResult:
+    """Runs ``commit``; deletes the staged files when it certainly failed or repeated an earlier write."""
     try:
-        result = head.commit(build)
+        result = commit()
     except (CommitConflictError, CommitFailedError, SchemaMismatchError):
         delete_staged(store, table_root, files)
         raise

@@ -9,15 +9,18 @@ from __future__ import annotations
 import json
 from datetime import date, datetime, timezone
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from sleeper_spark.errors import CorruptLogError
+from sleeper_spark.log.codec import TransactionCodec
 from sleeper_spark.log.state_codec import MAGIC, decode_state, encode_state
 from sleeper_spark.models import (
     AddFiles,
+    AppendGroup,
     ColumnStats,
     CreateTable,
     DataType,
@@ -31,8 +34,10 @@ from sleeper_spark.models import (
     decode_transaction,
     encode_transaction,
 )
+from sleeper_spark.models.pending import PendingBatch
 from sleeper_spark.models.spill import SpillPointer
-from sleeper_spark.state import TableState, fold
+from sleeper_spark.state import TableState, apply, fold
+from sleeper_spark.storage import LocalObjectStore
 from tests.models.golden import GOLDEN, check_golden
 
 AT = datetime(2024, 5, 17, 12, 30, 0, tzinfo=timezone.utc)
@@ -68,6 +73,14 @@ EXAMPLES: dict[str, Transaction] = {
                             **COMMON),  # type: ignore[arg-type]
     "set_properties": SetProperties(snapshot_id="s5", parent_id="s4", operation="set-properties", write_id="w5",
                                     set={"retention": "7d"}, unset=("owner",), **COMMON),  # type: ignore[arg-type]
+    # A group commit: the proposer's own ids, each member a whole append of its own writer.
+    "append_group": AppendGroup(
+        snapshot_id="s6", parent_id="s5", operation="append", write_id="w6", committed_at=AT,
+        members=(EXAMPLES_MEMBER := AddFiles(snapshot_id="m1", operation="append", write_id="wm1", files=(FILE,),
+                                             app_id="ingest", app_version=8, committed_at=AT,
+                                             metadata={"writer": "a"}),
+                 AddFiles(snapshot_id="m2", operation="append", write_id="wm2",
+                          files=(FILE.model_copy(update={"path": "data/y.parquet"}),), committed_at=AT))),
 }
 
 
@@ -91,6 +104,40 @@ def test_a_write_that_merges_its_schema_keeps_its_stored_form() -> None:
     assert "schema" not in json.loads(encode_transaction(EXAMPLES["add_files"]))
 
 
+def test_a_pending_record_keeps_its_stored_form() -> None:
+    # What a writer records for others to commit (group commit): read by other processes and versions
+    record = PendingBatch(recorded_at=AT, after=41, members=(EXAMPLES_MEMBER,))
+    stored = json.dumps(json.loads(record.encode()), indent=2, sort_keys=True) + "\n"
+    check_golden("pending_batch.json", stored)
+    assert PendingBatch.decode((GOLDEN / "pending_batch.json").read_bytes()) == record
+
+
+def test_a_log_entry_of_a_newer_type_says_to_upgrade(tmp_path: Path) -> None:
+    # Given a log entry of a transaction type this version does not know
+    codec = TransactionCodec(LocalObjectStore(tmp_path), "t", "events")
+    newer = json.dumps({"type": "append_batch_v9", "snapshot_id": "s"}).encode()
+    # Then decoding it says a newer version wrote it, not that it is damaged
+    with pytest.raises(CorruptLogError, match=r"newer version wrote it\. Upgrade") as raised:
+        codec.decode(9, newer)
+    assert "repair" not in str(raised.value).replace("do not repair it", "")
+
+
+def test_a_state_snapshot_made_before_group_commit_still_opens() -> None:
+    # Given the bytes of a state snapshot whose history has no members column
+    state = _golden_state()
+    encoded = encode_state(state)
+    files_length = int.from_bytes(encoded[8:16], "little")
+    history = pa.ipc.open_file(pa.py_buffer(encoded[16 + files_length:])).read_all()
+    sink = pa.BufferOutputStream()
+    older = history.drop_columns(["members"])
+    with pa.ipc.new_file(sink, older.schema) as writer:
+        writer.write_table(older)
+    stored = encoded[:16 + files_length] + sink.getvalue().to_pybytes()
+    # Then it decodes to the same state, every snapshot with no members
+    decoded = decode_state(stored, "older")
+    assert decoded == state and all(s.members == () for s in decoded.history)
+
+
 def _plain(value: object) -> object:
     """A cell as JSON: dates, times and decimals as their ISO/str form."""
     if isinstance(value, (datetime, date)):
@@ -109,9 +156,14 @@ def _golden_state() -> TableState:
     return fold([(1, EXAMPLES["create_table"]), (2, EXAMPLES["add_files"]), (3, EXAMPLES["replace_files"])])
 
 
+def _golden_state_with_group() -> TableState:
+    """The golden state and one version of a group commit, for the stored form of its members."""
+    return apply(EXAMPLES["append_group"], _golden_state())
+
+
 def test_the_state_snapshot_keeps_its_stored_form() -> None:
-    # Given a state with a file, a replaced file and two history entries
-    state = _golden_state()
+    # Given a state with a file, a replaced file, two history entries and a group commit's version
+    state = _golden_state_with_group()
     # When it is encoded
     encoded = encode_state(state)
     # Then its two Arrow tables and header keep their layout and values

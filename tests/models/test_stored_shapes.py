@@ -1,7 +1,7 @@
 """Golden files pin what the table format writes besides transactions and state snapshots.
 
 Lock files and intents on the object store, and every item kind in DynamoDB (transaction log,
-state pointer, catalog registry, the lock table of the ``dynamodb-lock`` strategy): tables
+pending appends, state pointer, catalog registry, the lock table of the ``dynamodb-lock`` strategy): tables
 written by a released version must still read. Each test builds the stored form through the
 code that writes it and compares it byte for byte with its file in ``tests/golden/``;
 ``SLEEPER_UPDATE_GOLDEN=1`` rewrites them (review the diff: that is a format change).
@@ -22,11 +22,13 @@ import pytest
 
 from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.models.dynamodb_items import (
     CatalogEntryItem,
     DynamoDBItem,
     LockRecordItem,
+    PendingItem,
     StatePointerItem,
     TransactionItem,
 )
@@ -135,6 +137,17 @@ def test_the_transaction_log_items_keep_their_stored_form() -> None:
     check_golden("dynamodb_spilled_transaction_item.json", _as_json(client.items[1]))
 
 
+def test_the_pending_append_item_keeps_its_stored_form() -> None:
+    # Given a pending append put at a known time
+    client = _RecordingClient()
+    pending = DynamoDBPendingAppends(client, "transactions", "3f2c", now=lambda: AT)  # type: ignore[arg-type]
+    pending.put("0123456789abcdef0123456789abcdef", b'{"after": 7, "members": []}')
+    # Then its item has the released attributes and values, and expires a week after the put
+    item = client.items[0]
+    assert int(item["expires_at"]["N"]) == int((AT + timedelta(days=7)).timestamp())
+    check_golden("dynamodb_pending_item.json", _as_json(item))
+
+
 def test_the_state_pointer_item_keeps_its_stored_form() -> None:
     client = _RecordingClient()
     DynamoDBStatePointer(client, "snapshots", "3f2c").advance(120)  # type: ignore[arg-type]
@@ -175,6 +188,7 @@ def _golden_item(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("name", "model"), [
     ("dynamodb_transaction_item.json", TransactionItem),
     ("dynamodb_spilled_transaction_item.json", TransactionItem),
+    ("dynamodb_pending_item.json", PendingItem),
     ("dynamodb_state_pointer_item.json", StatePointerItem),
     ("dynamodb_catalog_entry_item.json", CatalogEntryItem),
     ("dynamodb_lock_item.json", LockRecordItem),

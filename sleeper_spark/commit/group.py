@@ -1,0 +1,394 @@
+"""Group commit: one log transaction carries the appends of many writers (ADR 0007).
+
+With the catalog setting ``group_commit`` on, every append of a table goes through the
+:class:`GroupCommit` of its head::
+
+    in this process: appends that wait at the same moment form one batch; one thread leads it
+    fast path (no race lost within CALM_S): one conditional put of the batch at the cached head + 1
+    on losing the race (or when not calm):
+        record the batch as a pending record (a key of its own; ``after`` = the version its
+        first put was built on: none of its appends can be at or below it)
+        loop (the commit retry policy):
+            catch up (one tail read)
+            every append of the batch is in a version above ``after``: done
+            list the pending records; propose head + 1 with the batch's remaining appends and
+            every listed append not in a version above its record's ``after``, no repeat of its
+            (app_id, app_version), and valid
+            won: done; lost: back off, loop
+        delete the record
+
+Why each append lands exactly once: an append goes into a proposal for number N + 1 only by a
+proposer caught up to N that found it in no version up to N, and the conditional put lets one
+proposal in per number; the next proposer reads N + 1 before it proposes N + 2. Whether an
+append is committed is decided by the log alone: the records are hints, so one listed late,
+landing late (a delayed put) or left behind by a dead writer is harmless, and a dead writer's
+append is committed by whoever lists it next. A lone writer pays what it always did: one
+conditional put and no read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pydantic import ValidationError
+from tenacity import RetryError
+
+from sleeper_spark.commit.head import CommitResult, TableHead
+from sleeper_spark.commit.repeats import idempotent_repeat
+from sleeper_spark.commit.retry import RetryCommit, commit_retrying
+from sleeper_spark.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    LogThrottledError,
+    SleeperSparkError,
+    StorageError,
+)
+from sleeper_spark.log.codec import SPILL_THRESHOLD
+from sleeper_spark.log.pending import PendingAppends, PendingRecord
+from sleeper_spark.models import AddFiles, AppendGroup, Snapshot
+from sleeper_spark.models.pending import PendingBatch
+from sleeper_spark.state import TableState, validate
+
+logger = logging.getLogger(__name__)
+
+# A writer that lost a race this recently skips the fast path: under contention its solo put
+# would only lose again, and the pending record is what gets it committed.
+CALM_S = 1.0
+# The most appends one thread leads in a batch; the rest form the next.
+MAX_BATCH = 64
+# A proposal stops taking other writers' appends at about this many bytes, so that its body
+# stays in the log item (a spilled body would cost an object write per attempt).
+MAX_PROPOSAL_BYTES = SPILL_THRESHOLD * 3 // 4
+# A record all of whose appends are settled (committed, repeated or invalid) is deleted by any
+# writer once it is this old: its writer should have deleted it, and probably died.
+SETTLED_RECORD_AGE = timedelta(seconds=60)
+
+
+@dataclass
+class _Waiter:
+    """One caller's append, and what became of it."""
+
+    txn: AddFiles
+    result: CommitResult | None = None
+    error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None or self.error is not None
+
+    @property
+    def write_id(self) -> str:
+        return self.txn.write_id
+
+
+class GroupCommit:
+    """The group commit of one table's appends, shared by every thread of the process."""
+
+    def __init__(self, head: TableHead, pending: PendingAppends) -> None:
+        self.head = head
+        self.pending = pending
+        self._changed = threading.Condition()
+        self._queue: list[_Waiter] = []
+        self._leading = False
+        self._lost_at = float("-inf")  # monotonic time of the last race this process lost
+
+    # -- batching the threads of this process --------------------------------------------
+
+    def commit(self, txn: AddFiles) -> CommitResult:
+        """Commits the append ``txn``; the result holds the snapshot of the version that has it."""
+        if txn.schema_ is not None:
+            raise ValueError("an append that sets a schema commits alone (TableHead.commit)")
+        waiter = _Waiter(txn)
+        with self._changed:
+            self._queue.append(waiter)
+        while not waiter.done:
+            with self._changed:
+                while self._leading and not waiter.done:
+                    self._changed.wait()
+                if waiter.done:
+                    break
+                # No batch is being committed: this thread leads the appends queued so far.
+                self._leading = True
+                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            try:
+                self._commit_batch(batch)
+            except BaseException as error:
+                for member in batch:
+                    if not member.done:
+                        member.error = error
+            finally:
+                with self._changed:
+                    self._leading = False
+                    self._changed.notify_all()
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.result is not None
+        return waiter.result
+
+    def commit_pending(self) -> Snapshot | None:
+        """Commits what other writers left pending (one that died after recording its append).
+
+        One attempt: a lost race means another writer is committing, and it takes them too.
+        ``None`` when nothing was pending or the attempt did not land.
+        """
+        head = self.head
+        started = time.monotonic()
+        with head.lock:
+            state = head.catch_up()
+            others = self._others("", state, [])
+            if not others:
+                return None
+            try:
+                outcome = head.try_append(_transaction(others), state)
+            except RetryCommit:
+                return None
+        if isinstance(outcome, int):
+            return None
+        logger.info("table %s: committed %d append(s) other writers left pending", head.name, len(others))
+        return head.finished(outcome, 1, started).snapshot
+
+    # -- one batch -----------------------------------------------------------------------
+
+    def _commit_batch(self, batch: list[_Waiter]) -> None:
+        head = self.head
+        started = time.monotonic()
+        uncertain_at: int | None = None
+        with head.lock:
+            state = head.optimistic_state()
+            base = state.version
+            if time.monotonic() - self._lost_at > CALM_S:
+                proposal = self._own_appends(batch, state)
+                if not proposal:
+                    return
+                try:
+                    outcome = head.try_append(_transaction(proposal), state)
+                except RetryCommit:
+                    self._lost_at = time.monotonic()
+                else:
+                    if isinstance(outcome, Snapshot):
+                        self._resolve(batch, outcome, head.finished(outcome, 1, started))
+                    else:
+                        uncertain_at = outcome
+            if all(w.done for w in batch):
+                return
+        self._commit_recorded(batch, base, uncertain_at, started)
+
+    def _commit_recorded(self, batch: list[_Waiter], base: int, uncertain_at: int | None, started: float) -> None:
+        """Records the batch as pending, then commits it with whatever else is pending."""
+        head = self.head
+        waiting = [w for w in batch if not w.done]
+        key = uuid.uuid4().hex
+        record = PendingBatch(recorded_at=head.now(), after=base, members=tuple(w.txn for w in waiting))
+        try:
+            self.pending.put(key, record.encode())
+        except StorageError as error:
+            # Not fatal: the batch still proposes its own appends; the record only lets others help.
+            logger.warning("table %s: could not record %d pending append(s): %s", head.name, len(waiting), error)
+        attempts = 1
+        try:
+            for attempt in commit_retrying(head.retry_policy, head.name, head.sleep):
+                with attempt, head.lock:
+                    attempts += 1
+                    try:
+                        state = head.catch_up_knowing(uncertain_at)
+                    except LogThrottledError:
+                        raise RetryCommit("reading the log was throttled") from None
+                    landed = _committed_since(base, state)
+                    for waiter in waiting:
+                        if waiter.write_id in landed:
+                            waiter.result = CommitResult(landed[waiter.write_id], True, attempts)
+                    if uncertain_at is not None and state.version >= uncertain_at:
+                        uncertain_at = None  # that number is decided; what it holds was counted above
+                    waiting = [w for w in waiting if not w.done]
+                    if not waiting:
+                        break
+                    own = self._own_appends(waiting, state)
+                    if not own:
+                        break
+                    proposal = own + self._others(key, state, own)
+                    try:
+                        outcome = head.try_append(_transaction(proposal), state)
+                    except RetryCommit:
+                        self._lost_at = time.monotonic()
+                        raise
+                    if isinstance(outcome, int):
+                        uncertain_at = outcome
+                        raise RetryCommit(f"the outcome of appending transaction {outcome} is unknown")
+                    self._resolve(waiting, outcome, head.finished(outcome, attempts, started))
+                    break
+        except RetryError:
+            self._unknown(waiting, "gave up after the commit retry policy's attempts under contention", None)
+            return
+        except SleeperSparkError as error:
+            self._unknown(waiting, str(error), error)
+            return
+        self._forget(key)
+
+    def _unknown(self, waiting: Iterable[_Waiter], why: str, cause: BaseException | None) -> None:
+        # The record stays: another writer may still commit these appends, which is why the
+        # outcome is unknown rather than failed.
+        for waiter in waiting:
+            if not waiter.done:
+                error = CommitStateUnknownError(
+                    f"table {self.head.name!r}: append {waiter.write_id} is recorded as pending and another writer "
+                    f"may still commit it ({why}); staged files are kept. Check table.history() for it."
+                )
+                error.__cause__ = cause
+                waiter.error = error
+
+    def _forget(self, key: str) -> None:
+        try:
+            self.pending.delete(key)
+        except StorageError as error:
+            logger.warning("table %s: could not delete pending record %s (%s); another writer removes it later",
+                           self.head.name, key, error)
+
+    # -- what a proposal holds -----------------------------------------------------------
+
+    def _own_appends(self, waiting: list[_Waiter], state: TableState) -> list[AddFiles]:
+        """The batch's appends that still need a version; repeats and invalid ones are answered here."""
+        proposal: list[AddFiles] = []
+        apps: dict[str, int] = {}
+        for waiter in waiting:
+            txn = waiter.txn
+            earlier = idempotent_repeat(state, txn.app_id, txn.app_version)
+            if earlier is not None or _repeats_within(txn, apps):
+                if earlier is None:
+                    continue  # an earlier append of the batch has this app version; it answers on commit
+                waiter.result = CommitResult(earlier, committed=False, attempts=1)
+                continue
+            try:
+                validate(txn, state)
+            except CommitConflictError as error:
+                waiter.error = error
+                continue
+            _note_app(txn, apps)
+            proposal.append(txn)
+        return proposal
+
+    def _others(self, own_key: str, state: TableState, own: list[AddFiles]) -> list[AddFiles]:
+        """Other writers' pending appends that ``state`` lacks, oldest record first, within the size cap."""
+        try:
+            records = self.pending.list()
+        except StorageError as error:
+            logger.warning("table %s: could not list pending appends (%s); proposing only its own", self.head.name,
+                           error)
+            return []
+        batches = sorted((b for r in records if r.key != own_key and (b := self._decoded(r)) is not None),
+                         key=lambda b: (b[0], b[2]))
+        if not batches:
+            return []
+        landed = _committed_since(min(b.after for _, b, _ in batches), state)
+        taken = {txn.write_id for txn in own}
+        paths = {f.path for txn in own for f in txn.files}
+        apps: dict[str, int] = {}
+        for txn in own:
+            _note_app(txn, apps)
+        size = sum(_size(txn) for txn in own)
+        chosen: list[AddFiles] = []
+        too_old = self.head.now() - SETTLED_RECORD_AGE
+        for recorded_at, batch, key in batches:
+            settled = True
+            for txn in batch.members:
+                if txn.write_id in landed or txn.write_id in taken:
+                    continue
+                if (idempotent_repeat(state, txn.app_id, txn.app_version) is not None
+                        or not _valid(txn, state, paths)):
+                    continue
+                settled = False
+                if _repeats_within(txn, apps) or size + _size(txn) > MAX_PROPOSAL_BYTES:
+                    continue
+                chosen.append(txn)
+                taken.add(txn.write_id)
+                paths.update(f.path for f in txn.files)
+                _note_app(txn, apps)
+                size += _size(txn)
+            if settled and recorded_at < too_old:
+                self._forget(key)
+        return chosen
+
+    def _decoded(self, record: PendingRecord) -> tuple[datetime, PendingBatch, str] | None:
+        try:
+            batch = PendingBatch.decode(record.body)
+        except (ValidationError, ValueError) as error:
+            # Left out of every proposal; its writer, if alive, still commits it itself.
+            logger.warning("table %s: pending record %s cannot be decoded (%s); ignoring it", self.head.name,
+                           record.key, str(error).splitlines()[0])
+            return None
+        return batch.recorded_at, batch, record.key
+
+    def _resolve(self, waiting: list[_Waiter], snapshot: Snapshot, result: CommitResult) -> None:
+        """Answers every waiter whose append ``snapshot`` holds, and those that repeat one of them."""
+        state = self.head.known_state()  # the state the winning put made
+        for waiter in waiting:
+            if waiter.done:
+                continue
+            if snapshot.holds_write(waiter.write_id):
+                waiter.result = result
+                continue
+            earlier = idempotent_repeat(state, waiter.txn.app_id, waiter.txn.app_version)
+            if earlier is not None:
+                waiter.result = CommitResult(earlier, committed=False, attempts=result.attempts)
+
+
+def pending_paths(pending: PendingAppends) -> set[str]:
+    """The data files the pending records name: vacuum must not take them for garbage."""
+    paths: set[str] = set()
+    for record in pending.list():
+        try:
+            batch = PendingBatch.decode(record.body)
+        except (ValidationError, ValueError):
+            continue
+        paths.update(f.path for txn in batch.members for f in txn.files)
+    return paths
+
+
+def _transaction(appends: list[AddFiles]) -> AddFiles | AppendGroup:
+    """One append as it is; several as a group (whose own ids are fresh: no member's)."""
+    if len(appends) == 1:
+        return appends[0]
+    first = appends[0]
+    return AppendGroup(snapshot_id=uuid.uuid4().hex, committed_at=first.committed_at, operation="append",
+                       write_id=uuid.uuid4().hex, members=tuple(appends))
+
+
+def _committed_since(after: int, state: TableState) -> dict[str, Snapshot]:
+    """The write ids committed in versions above ``after``, with the snapshot of each."""
+    landed: dict[str, Snapshot] = {}
+    for snapshot in state.history.since(after):
+        if snapshot.write_id is not None:
+            landed[snapshot.write_id] = snapshot
+        for member in snapshot.members:
+            landed[member.write_id] = snapshot
+    return landed
+
+
+def _valid(txn: AddFiles, state: TableState, paths: set[str]) -> bool:
+    if any(f.path in paths for f in txn.files):
+        return False
+    try:
+        validate(txn, state)
+    except CommitConflictError:
+        return False
+    return True
+
+
+def _repeats_within(txn: AddFiles, apps: dict[str, int]) -> bool:
+    """Whether an append already in the proposal has this app at this version or a later one."""
+    return txn.app_id is not None and txn.app_version is not None and apps.get(txn.app_id, -1) >= txn.app_version
+
+
+def _note_app(txn: AddFiles, apps: dict[str, int]) -> None:
+    if txn.app_id is not None and txn.app_version is not None:
+        apps[txn.app_id] = max(txn.app_version, apps.get(txn.app_id, txn.app_version))
+
+
+def _size(txn: AddFiles) -> int:
+    # An estimate: a file reference dominates, at a few hundred bytes with its statistics.
+    return 300 + 400 * len(txn.files)
