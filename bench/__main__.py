@@ -27,6 +27,8 @@ BENCHMARKS = [
     ("bench.merge", "Tables that change: MERGE"),
     ("bench.streaming", "Structured Streaming: sink batch rate, source latency"),
     ("bench.aws", "AWS test servers: commits, requests, contention"),
+    ("bench.group_commit", "Group commit: many writers, one table"),
+    ("bench.group_commit_sim", "Group commit: contention simulation"),
 ]
 
 

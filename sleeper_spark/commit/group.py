@@ -33,8 +33,8 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from pydantic import ValidationError
 from tenacity import RetryError
@@ -57,17 +57,45 @@ from sleeper_spark.state import TableState, validate
 
 logger = logging.getLogger(__name__)
 
-# A writer that lost a race this recently skips the fast path: under contention its solo put
-# would only lose again, and the pending record is what gets it committed.
-CALM_S = 1.0
+# How contended the table looks to this process: a moving average of its blind puts' fates, 1
+# lost and 0 won. Below SOLO_BELOW a batch first tries to commit alone (a blind put at the
+# cached head + 1, then a tail read and one more put), as a writer without group commit would,
+# and records itself only if both lose: a record costs a put, a listing and a share of a delete
+# more, which pays only when most solo attempts would lose. Above it, the batch records at once
+# and the estimate decays by CONTENTION_DECAY, so a few batches later a blind put probes again.
+CONTENTION_WEIGHT = 0.25
+CONTENTION_DECAY = 0.93
+SOLO_BELOW = 0.5
+SOLO_ATTEMPTS = 2
+# A writer that commits alone back to back (its last put landed less than BACK_TO_BACK_S ago)
+# lists the pending records at least every HELP_EVERY_S (see _commit_batch); one that pauses
+# between appends leaves others the gap they need, and never lists.
+HELP_EVERY_S = 1.0
+BACK_TO_BACK_S = 0.1
+# A recorded batch proposes once its record is this many tail reads old (a moving average of
+# this process's tail reads, weighted READ_WEIGHT), or after MAX_WAITS waits; until then it
+# waits the commit loop's back-off and reads the tail, in case an older record's writer
+# committed it.
+PROPOSE_AFTER_READS = 3.0
+MAX_WAITS = 3
+READ_WEIGHT = 0.2
 # The most appends one thread leads in a batch; the rest form the next.
 MAX_BATCH = 64
 # A proposal stops taking other writers' appends at about this many bytes, so that its body
 # stays in the log item (a spilled body would cost an object write per attempt).
 MAX_PROPOSAL_BYTES = SPILL_THRESHOLD * 3 // 4
-# A record all of whose appends are settled (committed, repeated or invalid) is deleted by any
-# writer once it is this old: its writer should have deleted it, and probably died.
-SETTLED_RECORD_AGE = timedelta(seconds=60)
+
+
+@dataclass
+class _Listing:
+    """Other writers' pending appends that a state lacks, oldest record first, within the size cap;
+    the keys of the records that are settled once a proposal of them lands (each append in it, in
+    the log, a repeat or invalid), which its winner deletes; and the sort key (recorded at, key)
+    of the oldest record with an append still to commit."""
+
+    appends: list[AddFiles] = field(default_factory=list)
+    settled: list[str] = field(default_factory=list)
+    oldest_waiting: tuple[datetime, str] | None = None
 
 
 @dataclass
@@ -96,7 +124,10 @@ class GroupCommit:
         self._changed = threading.Condition()
         self._queue: list[_Waiter] = []
         self._leading = False
-        self._lost_at = float("-inf")  # monotonic time of the last race this process lost
+        self._contention = 0.0  # see CONTENTION_WEIGHT
+        self._listed_at = time.monotonic()  # when this process last listed the pending records
+        self._committed_at = float("-inf")  # when a put of this process last landed
+        self._read_s = 0.002  # how long a tail read takes (see PROPOSE_AFTER_READS)
 
     # -- batching the threads of this process --------------------------------------------
 
@@ -141,8 +172,10 @@ class GroupCommit:
         started = time.monotonic()
         with head.lock:
             state = head.catch_up()
-            others = self._others("", state, [])
+            listing = self._others("", state, [])
+            others, settled = listing.appends, listing.settled
             if not others:
+                self._forget(settled)
                 return None
             try:
                 outcome = head.try_append(_transaction(others), state)
@@ -150,6 +183,7 @@ class GroupCommit:
                 return None
         if isinstance(outcome, int):
             return None
+        self._forget(settled)
         logger.info("table %s: committed %d append(s) other writers left pending", head.name, len(others))
         return head.finished(outcome, 1, started).snapshot
 
@@ -159,30 +193,66 @@ class GroupCommit:
         head = self.head
         started = time.monotonic()
         uncertain_at: int | None = None
-        with head.lock:
-            state = head.optimistic_state()
-            base = state.version
-            if time.monotonic() - self._lost_at > CALM_S:
-                proposal = self._own_appends(batch, state)
-                if not proposal:
+        base: int | None = None
+        if self._contention < SOLO_BELOW:
+            for attempt in range(SOLO_ATTEMPTS):
+                if attempt and self._contention >= SOLO_BELOW:
+                    break  # the lost blind put tipped the estimate: record at once
+                with head.lock:
+                    try:
+                        state = head.optimistic_state() if attempt == 0 else head.catch_up()
+                    except LogThrottledError:
+                        break
+                    base = state.version if base is None else base
+                    own = self._own_appends(batch, state)
+                    if not own:
+                        return
+                    # A writer that keeps winning alone would never see what others recorded
+                    # (their proposals need more round trips than its next put); now and then it
+                    # takes them in, so nobody waits behind it for long.
+                    helped: list[AddFiles] = []
+                    settled: list[str] = []
+                    now = time.monotonic()
+                    if now - self._listed_at > HELP_EVERY_S and now - self._committed_at < BACK_TO_BACK_S:
+                        self._listed_at = now
+                        listing = self._others("", state, own)
+                        helped, settled = listing.appends, listing.settled
+                    try:
+                        outcome = head.try_append(_transaction(own + helped), state)
+                    except RetryCommit:
+                        if attempt == 0:
+                            self._observe(lost=True)
+                        continue
+                if attempt == 0:
+                    self._observe(lost=False)
+                if isinstance(outcome, int):
+                    uncertain_at = outcome
+                    break
+                self._committed_at = time.monotonic()
+                self._resolve(batch, outcome, head.finished(outcome, attempt + 1, started))
+                self._forget(settled)
+                if all(w.done for w in batch):
                     return
-                try:
-                    outcome = head.try_append(_transaction(proposal), state)
-                except RetryCommit:
-                    self._lost_at = time.monotonic()
-                else:
-                    if isinstance(outcome, Snapshot):
-                        self._resolve(batch, outcome, head.finished(outcome, 1, started))
-                    else:
-                        uncertain_at = outcome
-            if all(w.done for w in batch):
-                return
+                break
+        else:
+            # Recording at once, this batch learns nothing of how a blind put would fare; the
+            # estimate decays instead, so that a table that calmed down is probed again.
+            self._contention *= CONTENTION_DECAY
+        if base is None:
+            with head.lock:
+                base = head.optimistic_state().version
         self._commit_recorded(batch, base, uncertain_at, started)
+
+    def _observe(self, lost: bool) -> None:
+        """Folds the fate of one blind put into the estimate of how contended the table is."""
+        self._contention += CONTENTION_WEIGHT * ((1.0 if lost else 0.0) - self._contention)
 
     def _commit_recorded(self, batch: list[_Waiter], base: int, uncertain_at: int | None, started: float) -> None:
         """Records the batch as pending, then commits it with whatever else is pending."""
         head = self.head
         waiting = [w for w in batch if not w.done]
+        if not waiting:
+            return
         key = uuid.uuid4().hex
         record = PendingBatch(recorded_at=head.now(), after=base, members=tuple(w.txn for w in waiting))
         try:
@@ -190,15 +260,18 @@ class GroupCommit:
         except StorageError as error:
             # Not fatal: the batch still proposes its own appends; the record only lets others help.
             logger.warning("table %s: could not record %d pending append(s): %s", head.name, len(waiting), error)
-        attempts = 1
+        recorded = time.monotonic()
+        attempts = waits = 0
         try:
             for attempt in commit_retrying(head.retry_policy, head.name, head.sleep):
                 with attempt, head.lock:
                     attempts += 1
+                    reading = time.monotonic()
                     try:
                         state = head.catch_up_knowing(uncertain_at)
                     except LogThrottledError:
                         raise RetryCommit("reading the log was throttled") from None
+                    self._read_s += READ_WEIGHT * (time.monotonic() - reading - self._read_s)
                     landed = _committed_since(base, state)
                     for waiter in waiting:
                         if waiter.write_id in landed:
@@ -207,20 +280,27 @@ class GroupCommit:
                         uncertain_at = None  # that number is decided; what it holds was counted above
                     waiting = [w for w in waiting if not w.done]
                     if not waiting:
-                        break
+                        break  # the writer that committed the last of them deletes the record
                     own = self._own_appends(waiting, state)
                     if not own:
+                        self._forget([key])
                         break
-                    proposal = own + self._others(key, state, own)
-                    try:
-                        outcome = head.try_append(_transaction(proposal), state)
-                    except RetryCommit:
-                        self._lost_at = time.monotonic()
-                        raise
+                    if (uncertain_at is None and waits < MAX_WAITS
+                            and time.monotonic() - recorded < PROPOSE_AFTER_READS * self._read_s):
+                        # Young records wait and only read: the writer of the oldest one proposes
+                        # first and takes the others with it, so a round has one proposer, not
+                        # one per writer. Any writer whose record grows old proposes itself.
+                        waits += 1
+                        raise RetryCommit("waiting for an older record's writer to propose")
+                    listing = self._others(key, state, own)
+                    self._listed_at = time.monotonic()
+                    outcome = head.try_append(_transaction(own + listing.appends), state)
                     if isinstance(outcome, int):
                         uncertain_at = outcome
                         raise RetryCommit(f"the outcome of appending transaction {outcome} is unknown")
+                    self._committed_at = time.monotonic()
                     self._resolve(waiting, outcome, head.finished(outcome, attempts, started))
+                    self._forget([key, *listing.settled])
                     break
         except RetryError:
             self._unknown(waiting, "gave up after the commit retry policy's attempts under contention", None)
@@ -228,7 +308,6 @@ class GroupCommit:
         except SleeperSparkError as error:
             self._unknown(waiting, str(error), error)
             return
-        self._forget(key)
 
     def _unknown(self, waiting: Iterable[_Waiter], why: str, cause: BaseException | None) -> None:
         # The record stays: another writer may still commit these appends, which is why the
@@ -242,12 +321,14 @@ class GroupCommit:
                 error.__cause__ = cause
                 waiter.error = error
 
-    def _forget(self, key: str) -> None:
+    def _forget(self, keys: list[str]) -> None:
+        if not keys:
+            return
         try:
-            self.pending.delete(key)
+            self.pending.delete_many(keys)
         except StorageError as error:
-            logger.warning("table %s: could not delete pending record %s (%s); another writer removes it later",
-                           self.head.name, key, error)
+            logger.warning("table %s: could not delete %d pending record(s) (%s); other writers remove them later",
+                           self.head.name, len(keys), error)
 
     # -- what a proposal holds -----------------------------------------------------------
 
@@ -272,18 +353,18 @@ class GroupCommit:
             proposal.append(txn)
         return proposal
 
-    def _others(self, own_key: str, state: TableState, own: list[AddFiles]) -> list[AddFiles]:
-        """Other writers' pending appends that ``state`` lacks, oldest record first, within the size cap."""
+    def _others(self, own_key: str, state: TableState, own: list[AddFiles]) -> _Listing:
+        """What the pending records offer a proposal that already holds ``own`` (see :class:`_Listing`)."""
         try:
             records = self.pending.list()
         except StorageError as error:
             logger.warning("table %s: could not list pending appends (%s); proposing only its own", self.head.name,
                            error)
-            return []
+            return _Listing()
         batches = sorted((b for r in records if r.key != own_key and (b := self._decoded(r)) is not None),
                          key=lambda b: (b[0], b[2]))
         if not batches:
-            return []
+            return _Listing()
         landed = _committed_since(min(b.after for _, b, _ in batches), state)
         taken = {txn.write_id for txn in own}
         paths = {f.path for txn in own for f in txn.files}
@@ -291,8 +372,7 @@ class GroupCommit:
         for txn in own:
             _note_app(txn, apps)
         size = sum(_size(txn) for txn in own)
-        chosen: list[AddFiles] = []
-        too_old = self.head.now() - SETTLED_RECORD_AGE
+        listing = _Listing()
         for recorded_at, batch, key in batches:
             settled = True
             for txn in batch.members:
@@ -301,17 +381,19 @@ class GroupCommit:
                 if (idempotent_repeat(state, txn.app_id, txn.app_version) is not None
                         or not _valid(txn, state, paths)):
                     continue
-                settled = False
+                if listing.oldest_waiting is None:
+                    listing.oldest_waiting = (recorded_at, key)
                 if _repeats_within(txn, apps) or size + _size(txn) > MAX_PROPOSAL_BYTES:
+                    settled = False
                     continue
-                chosen.append(txn)
+                listing.appends.append(txn)
                 taken.add(txn.write_id)
                 paths.update(f.path for f in txn.files)
                 _note_app(txn, apps)
                 size += _size(txn)
-            if settled and recorded_at < too_old:
-                self._forget(key)
-        return chosen
+            if settled:
+                listing.settled.append(key)
+        return listing
 
     def _decoded(self, record: PendingRecord) -> tuple[datetime, PendingBatch, str] | None:
         try:

@@ -11,14 +11,15 @@ nothing goes wrong. Every backend keeps these rules, checked by
 * ``put(key, body)`` stores the record durably; putting the same key and body again is harmless.
 * ``list()`` returns every record whose put was acknowledged before the call began (a strongly
   consistent listing), in no particular order; records deleted meanwhile may or may not appear.
-* ``delete(key)`` removes a record; deleting one that is gone is no error.
+* ``delete(key)`` removes a record; deleting one that is gone is no error. ``delete_many``
+  removes several, in as few requests as the backend allows.
 """
 
 from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 PENDING_KEY_LENGTH = 32  # a uuid4 in hex: the writer's own key, unique without coordination
@@ -45,10 +46,14 @@ class PendingAppends(ABC):
     def delete(self, key: str) -> None:
         """Removes the record ``key`` if it is there."""
 
+    def delete_many(self, keys: Iterable[str]) -> None:
+        """Removes the records ``keys`` (one request per key unless the backend batches)."""
+        for key in keys:
+            self.delete(key)
+
     def drop(self) -> None:
         """Removes every record (drop table)."""
-        for record in self.list():
-            self.delete(record.key)
+        self.delete_many(record.key for record in self.list())
 
 
 Hook = Callable[[], None]

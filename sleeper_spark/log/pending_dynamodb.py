@@ -17,7 +17,7 @@ below one in 10**5.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import LogThrottledError, StorageError
 from sleeper_spark.layout import is_pending_key
+from sleeper_spark.log.dynamodb_log import BATCH_WRITE_MAX
 from sleeper_spark.log.dynamodb_log_tables import NUMBER, TABLE_ID
 from sleeper_spark.log.dynamodb_requests import DynamoDBTableAccess, mapped_errors, raise_unretryable
 from sleeper_spark.log.pending import PendingAppends, PendingRecord
@@ -130,3 +131,20 @@ class DynamoDBPendingAppends(PendingAppends):
         item_key = {TABLE_ID: attribute_value(self._hash_key), NUMBER: attribute_value(pending_range_key(key))}
         with mapped_errors(self._what(f"delete of pending append {key}")):
             self._client.delete_item(TableName=self._table, Key=item_key)
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        """BatchWriteItem, 25 keys a request; what stays unprocessed (throttling) is deleted one by one."""
+        wanted = list(dict.fromkeys(keys))
+        for start in range(0, len(wanted), BATCH_WRITE_MAX):
+            chunk = wanted[start:start + BATCH_WRITE_MAX]
+            requests: Any = [{"DeleteRequest": {"Key": {TABLE_ID: attribute_value(self._hash_key),
+                                                        NUMBER: attribute_value(pending_range_key(key))}}}
+                             for key in chunk]
+            with mapped_errors(self._what(f"batch delete of {len(chunk)} pending appends")):
+                response = self._client.batch_write_item(RequestItems={self._table: requests})
+            unprocessed = response.get("UnprocessedItems", {}).get(self._table, [])
+            if unprocessed:
+                left = {int(plain_values(r["DeleteRequest"]["Key"])[NUMBER]) for r in unprocessed}
+                for key in chunk:
+                    if pending_range_key(key) in left:
+                        self.delete(key)

@@ -13,6 +13,7 @@ a record is removed by whoever commits its appends, and dropping the table remov
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from sleeper_spark.layout import pending_key, pending_prefix, pending_record_key
@@ -50,3 +51,6 @@ class ObjectStorePendingAppends(PendingAppends):
 
     def delete(self, key: str) -> None:
         self._store.delete(pending_key(self._root, key))
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        self._store.delete_many([pending_key(self._root, key) for key in keys])

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from datetime import timedelta
 
 import pytest
 
 import sleeper_spark as ss
+from sleeper_spark.commit.group import SOLO_ATTEMPTS
 from sleeper_spark.log import AppendOutcomeUnknownError, InMemoryLogBackend
 from sleeper_spark.log.pending import InMemoryPendingAppends
 from sleeper_spark.models import AppendGroup
@@ -41,6 +43,18 @@ def writer(backend: InMemoryLogBackend) -> ss.Table:
     return memory_catalog(backend, group_commit=True).table("events")
 
 
+def rivals_commit_first(backend: InMemoryLogBackend, table: ss.Table, rival: ss.Table, writer_id: int,
+                        seqs: Iterable[int]) -> list[WriteOutcome]:
+    """Before each of the next puts, ``rival`` commits one write: a writer that meets
+    ``SOLO_ATTEMPTS`` of them loses both its solo attempts and records its append."""
+    log = backend.logs[table.table_id]
+    outcomes = []
+    for seq in seqs:
+        log.at_start_of_next_append(lambda s=seq: rival.write(**tagged(writer_id, s)))
+        outcomes.append(WriteOutcome(writer_id, seq, 3, True))
+    return outcomes
+
+
 def pending_of(backend: InMemoryLogBackend, table: ss.Table) -> InMemoryPendingAppends:
     pending = backend.pending_appends(table.entry)
     assert isinstance(pending, InMemoryPendingAppends)
@@ -61,49 +75,58 @@ def test_a_lone_writer_pays_one_put_and_no_read(table: ss.Table, memory_backend:
     assert snapshot.members == () and snapshot.metadata == {"writer": "0", "seq": "1"}
 
 
-def test_a_writer_that_loses_a_race_records_its_append_and_commits_it(
+def test_a_writer_that_loses_one_race_retries_alone_without_a_record(
         table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
     # Given a warm writer, and a rival that takes the next number just before its put
     table.write(**tagged(0, 0))
-    rival = writer(memory_backend)
-    memory_backend.logs[table.table_id].at_start_of_next_append(lambda: rival.write(**tagged(1, 0)))
+    rivals = rivals_commit_first(memory_backend, table, writer(memory_backend), 1, [0])
+    pending = pending_of(memory_backend, table)
+    # When it appends
+    snapshot = table.write(**tagged(0, 1))
+    # Then it read the tail and won the next number alone, as without group commit
+    assert pending.put_calls == 0 and snapshot.version == 4 and snapshot.members == ()
+    check_table_invariants(table, [WriteOutcome(0, 0, 3, True), WriteOutcome(0, 1, 3, True), *rivals])
+
+
+def test_a_writer_that_loses_its_solo_attempts_records_its_append_and_commits_it(
+        table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
+    # Given a warm writer, and a rival that takes the next number before each of its solo puts
+    table.write(**tagged(0, 0))
+    rivals = rivals_commit_first(memory_backend, table, writer(memory_backend), 1, range(SOLO_ATTEMPTS))
     pending = pending_of(memory_backend, table)
     # When it appends
     snapshot = table.write(**tagged(0, 1))
     # Then it recorded its append, committed it after the rival, and removed its record
     assert pending.put_calls == 1 and pending.list() == []
-    assert snapshot.version == 4 and snapshot.holds_write(snapshot.write_id or "")
-    check_table_invariants(table, [WriteOutcome(0, 0, 3, True), WriteOutcome(1, 0, 3, True),
-                                   WriteOutcome(0, 1, 3, True)])
+    assert snapshot.version == 3 + SOLO_ATTEMPTS and (0, 1) in tagged_writes(snapshot)
+    check_table_invariants(table, [WriteOutcome(0, 0, 3, True), WriteOutcome(0, 1, 3, True), *rivals])
 
 
 def test_the_append_of_a_writer_that_died_after_recording_it_is_committed_once(
         table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
-    # Given a writer that lost a race, recorded its append and died before committing it
+    # Given a writer that lost its races, recorded its append and died before committing it
     table.write(**tagged(0, 0))
     doomed = writer(memory_backend)
     doomed.state()
-    third = writer(memory_backend)
     pending = pending_of(memory_backend, table)
-    memory_backend.logs[table.table_id].at_start_of_next_append(lambda: third.write(**tagged(2, 0)))
+    outcomes = rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS))
     pending.fail_next_put(WriterDied(), after_storing=True)
     with pytest.raises(WriterDied):
         doomed.write(**tagged(1, 0))
     assert len(pending.list()) == 1
-    # When another writer appends and loses a race too
+    # When another writer appends and loses its races too
     rival = writer(memory_backend)
-    memory_backend.logs[table.table_id].at_start_of_next_append(lambda: rival.write(**tagged(3, 0)))
+    outcomes += rivals_commit_first(memory_backend, table, rival, 3, range(SOLO_ATTEMPTS))
     snapshot = table.write(**tagged(0, 1))
     # Then its version holds the dead writer's append as well as its own, each exactly once
     assert sorted(tagged_writes(snapshot)) == [(0, 1), (1, 0)]
-    assert snapshot.member(snapshot.members[0].write_id) is not None and len(snapshot.members) == 2
-    # And later group commits never take the dead writer's append again
-    for seq in range(2, 5):
-        memory_backend.logs[table.table_id].at_start_of_next_append(lambda s=seq: rival.write(**tagged(3, s)))
+    assert len(snapshot.members) == 2 and pending.list() == []
+    # And later commits, alone or grouped, never take the dead writer's append again
+    for seq in range(2, 6):
+        outcomes += rivals_commit_first(memory_backend, table, rival, 3, [10 + seq])
         table.write(**tagged(0, seq))
-    check_table_invariants(table, [WriteOutcome(0, s, 3, True) for s in range(5)]
-                           + [WriteOutcome(1, 0, 3, None), WriteOutcome(2, 0, 3, True)]
-                           + [WriteOutcome(3, s, 3, True) for s in (0, 2, 3, 4)])
+    check_table_invariants(table, [WriteOutcome(0, s, 3, True) for s in range(6)]
+                           + [WriteOutcome(1, 0, 3, None), *outcomes])
     assert Counter(k for s in table.history() for k in tagged_writes(s))[(1, 0)] == 1
 
 
@@ -114,16 +137,15 @@ def test_commit_pending_and_vacuum_take_in_what_a_dead_writer_left(
     doomed = writer(memory_backend)
     doomed.state()
     pending = pending_of(memory_backend, table)
-    memory_backend.logs[table.table_id].at_start_of_next_append(lambda: writer(memory_backend).write(**tagged(2, 0)))
+    outcomes = rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS))
     pending.fail_next_put(WriterDied(), after_storing=True)
     with pytest.raises(WriterDied):
         doomed.write(**tagged(1, 0))
     # When vacuum runs, even one that deletes every unreferenced file at once
     report = table.vacuum(older_than=timedelta(0))
-    # Then the append is committed first, so its files are kept and read
-    assert report.data_files_deleted == 0
-    check_table_invariants(table, [WriteOutcome(0, 0, 3, True), WriteOutcome(1, 0, 3, True),
-                                   WriteOutcome(2, 0, 3, True)])
+    # Then the append is committed first, so its files are kept and read, and its record is gone
+    assert report.data_files_deleted == 0 and pending.list() == []
+    check_table_invariants(table, [WriteOutcome(0, 0, 3, True), WriteOutcome(1, 0, 3, True), *outcomes])
     # And a second round finds nothing left to commit
     assert table.group_commit is not None and table.group_commit.commit_pending() is None
 
@@ -134,21 +156,21 @@ def test_an_append_committed_by_another_writer_is_done(table: ss.Table, memory_b
     helper = writer(memory_backend)
     helper.state()
     pending = pending_of(memory_backend, table)
-    log = memory_backend.logs[table.table_id]
+    outcomes: list[WriteOutcome] = []
 
-    def helper_races() -> None:  # the helper loses its first put too, then commits what is pending
-        log.at_start_of_next_append(lambda: writer(memory_backend).write(**tagged(2, 0)))
+    def helper_races() -> None:  # the helper loses its solo puts too, then commits what is pending
+        outcomes.extend(rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS)))
         helper.write(**tagged(1, 0))
 
-    log.at_start_of_next_append(lambda: writer(memory_backend).write(**tagged(3, 0)))
+    outcomes += rivals_commit_first(memory_backend, table, writer(memory_backend), 3, range(SOLO_ATTEMPTS))
     pending.at_start_of_next_list(helper_races)
     # When the writer appends
     snapshot = table.write(**tagged(0, 1))
     # Then the helper's version holds it, the writer reports that version, and it is there once
     assert (0, 1) in tagged_writes(snapshot) and (1, 0) in tagged_writes(snapshot)
     check_table_invariants(table, [WriteOutcome(0, 0, 3, True), WriteOutcome(0, 1, 3, True),
-                                   WriteOutcome(1, 0, 3, True), WriteOutcome(2, 0, 3, True),
-                                   WriteOutcome(3, 0, 3, True)])
+                                   WriteOutcome(1, 0, 3, True), *outcomes])
+    # And the helper, which committed the writer's last append, deleted its record
     assert pending.list() == []
 
 
@@ -161,11 +183,11 @@ def test_a_group_put_whose_answer_is_lost_lands_once(table: ss.Table, memory_bac
     doomed = writer(memory_backend)
     doomed.state()
     pending = pending_of(memory_backend, table)
-    log.at_start_of_next_append(lambda: writer(memory_backend).write(**tagged(2, 0)))
+    outcomes = rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS))
     pending.fail_next_put(WriterDied(), after_storing=True)
     with pytest.raises(WriterDied):
         doomed.write(**tagged(1, 0))  # leaves a record, so the next proposal is a group
-    log.at_start_of_next_append(lambda: writer(memory_backend).write(**tagged(3, 0)))
+    outcomes += rivals_commit_first(memory_backend, table, writer(memory_backend), 3, range(SOLO_ATTEMPTS))
 
     def lose_the_answer() -> None:
         log.fail_next_append(AppendOutcomeUnknownError("connection reset"), after_storing=landed)
@@ -176,8 +198,7 @@ def test_a_group_put_whose_answer_is_lost_lands_once(table: ss.Table, memory_bac
     # Then its write and the dead writer's are in the table exactly once
     assert (0, 1) in tagged_writes(snapshot)
     check_table_invariants(table, [WriteOutcome(0, 0, 3, True), WriteOutcome(0, 1, 3, True),
-                                   WriteOutcome(1, 0, 3, True), WriteOutcome(2, 0, 3, True),
-                                   WriteOutcome(3, 0, 3, True)])
+                                   WriteOutcome(1, 0, 3, True), *outcomes])
 
 
 def test_threads_of_one_process_share_versions(table: ss.Table) -> None:
@@ -229,11 +250,11 @@ def test_history_and_time_travel_show_the_members(table: ss.Table, memory_backen
     doomed.state()
     pending = pending_of(memory_backend, table)
     log = memory_backend.logs[table.table_id]
-    log.at_start_of_next_append(lambda: writer(memory_backend).write(**tagged(2, 0)))
+    rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS))
     pending.fail_next_put(WriterDied(), after_storing=True)
     with pytest.raises(WriterDied):
         doomed.write(events(1, 0, rows=5), metadata={"writer": "1", "seq": "0"}, app_id="stream", app_version=7)
-    log.at_start_of_next_append(lambda: writer(memory_backend).write(**tagged(3, 0)))
+    rivals_commit_first(memory_backend, table, writer(memory_backend), 3, range(SOLO_ATTEMPTS))
     group = table.write(**tagged(0, 1, rows=2))
     # Then the version's members carry each writer's own facts, and its counts are their sums
     members = {m.metadata["writer"]: m for m in group.members}
