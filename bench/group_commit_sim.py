@@ -3,16 +3,30 @@
 What it models. ``writers`` closed-loop writers append to one table back to back (files already
 staged, no think time). The log is one item per number under one partition key; an append
 lands when a conditional ``PutItem`` at ``head + 1`` is applied before any other at that number.
-With group commit on (``sleeper_spark.commit.group``), a writer:
+With group commit on (``sleeper_spark.commit.group``, whose constants it uses), a writer keeps
+``contention``, a moving average over its appends of 1 (*contended*) and 0, and:
 
-1. *fast path*: when it lost no race in the last ``calm_s``, puts its append alone at the head it
-   last saw + 1; winning costs one request;
-2. otherwise, or on losing that put, records its append as a pending record (an unconditional
-   ``PutItem`` under the pending partition key);
-3. loops: a ``Query`` of the log's tail (done if its append is there), a ``Query`` of the pending
-   records, a conditional put at ``head + 1`` of every listed append not in the log (at most
-   ``max_members``, oldest first, its own always in); on losing, a random back-off;
-4. deletes its record (``DeleteItem``) before its next append.
+1. *solo path*, while ``contention`` is below one half: puts its append alone at the head it last
+   saw + 1 (winning costs one request; this first put observes 1 if lost, 0 if won); on losing,
+   if the estimate is still below one half, reads the log's tail and puts once more at
+   ``head + 1``. At or above one half it skips this path: it records at once, and only what its
+   recorded appends meet brings the estimate down (see 3). A writer committing alone back to back
+   lists the pending records once a second and puts them in with its own (the *help*): its puts
+   need fewer round trips than a proposal, so without it a writer that always wins would keep
+   every recorded append waiting;
+2. on losing both puts (or skipping them), records its append as a pending record (an
+   unconditional ``PutItem`` under the pending partition key);
+3. loops, backing off between iterations as the commit retry policy does (full jitter, doubling
+   up to a cap): a ``Query`` of the log's tail (done if its append is there: whoever committed it
+   deletes the record); while its record is younger than three of this writer's tail reads (a
+   moving average) and it has waited fewer than three times, it only waits, for an older
+   record's writer to propose; otherwise a ``Query`` of the pending records and a conditional put
+   at ``head + 1`` of its own append and every listed one not in the log (at most
+   ``max_members``, oldest first). Once its append is in, it observes 1 if another writer's
+   proposal put it there, a listing held another writer's waiting append or one of its proposals
+   lost, and 0 if it met nobody;
+4. having won, deletes in one ``BatchWriteItem`` its own record and every listed record the win
+   settled (each append in the log or in this proposal).
 
 With group commit off, every writer retries its own append alone: after a lost put it backs off
 (full-jitter exponential), reads the tail and puts at ``head + 1`` again.
@@ -34,7 +48,9 @@ overload spends the capacity on requests gone stale while they waited.
 What it leaves out: the clients' CPU (each simulated writer is its own idle machine, with one
 append at a time: no batching within a process), latency growing with item size or with the
 server's load (the DynamoDB Local samples come from one client), timeouts and unknown outcomes,
-and dead writers.
+and dead writers. A recorded append retries until it lands (the commit retry policy would give
+up after its attempts), and a ``BatchWriteItem`` counts as one request whatever its size (the
+real one sends one per 25 keys).
 
 Each run checks the protocol: after the last append drains, every append is in exactly one
 committed transaction and no pending record is left.
@@ -55,6 +71,17 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 from bench.common import Report, Row, percentile
+from sleeper_spark.commit.group import (
+    BACK_TO_BACK_S,
+    CONTENTION_WEIGHT,
+    HELP_EVERY_S,
+    MAX_WAITS,
+    PROPOSE_AFTER_READS,
+    READ_WEIGHT,
+    SOLO_ATTEMPTS,
+    SOLO_BELOW,
+)
+from sleeper_spark.config import RetryPolicy
 
 # -- what requests cost --------------------------------------------------------------------------
 
@@ -64,7 +91,7 @@ class Kind(enum.Enum):
     CONDITIONAL_PUT = "conditional PutItem"  # a log entry at a number
     QUERY_LOG = "Query (log)"
     QUERY_PENDING = "Query (pending)"
-    DELETE = "DeleteItem"  # a pending record, once its append is in the log
+    DELETE = "BatchWriteItem (delete)"  # pending records, once their appends are in the log
 
 
 LOG, PENDING = "log", "pending"
@@ -159,9 +186,14 @@ class SimConfig:
     warmup_s: float = 1.0
     group_commit: bool = True
     profile: LatencyProfile = AWS
-    calm_s: float = 1.0
     max_members: int = 300
-    backoff_s: float = 0.002  # group commit: a loser waits uniform(0, backoff_s)
+    # Group commit: between a recorded append's iterations, the commit retry policy's back-off
+    # (full jitter, base * 2**(iteration - 1) up to the cap; RetryPolicy's defaults).
+    commit_backoff_base_s: float = RetryPolicy().base_delay_s
+    commit_backoff_cap_s: float = RetryPolicy().max_delay_s
+    # How often a writer committing alone back to back lists the pending records; None models a
+    # protocol without that help (see the starvation test).
+    help_every_s: float | None = HELP_EVERY_S
     solo_backoff_base_s: float = 0.001  # group commit off: full jitter, base * 2**attempt ...
     solo_backoff_cap_s: float = 0.1  # ... up to this
     partition_writes_per_s: float | None = None
@@ -294,9 +326,27 @@ class _Capacity:
 
 @dataclass
 class _Writer:
+    """One writer process: what ``GroupCommit`` keeps between appends."""
+
     cached_head: int = 0
-    last_lost: float = -math.inf
+    contention: float = 0.0  # the moving average of what its appends met, 1 contended
+    listed_at: float = 0.0  # when it last listed the pending records (a process starts as if it just had)
+    committed_at: float = -math.inf  # when a put of it last landed
+    read_s: float = 0.002  # the moving average of its tail reads, from GroupCommit's starting guess
     process: Process = field(init=False)
+
+    def observe(self, contended: bool) -> None:
+        self.contention += CONTENTION_WEIGHT * ((1.0 if contended else 0.0) - self.contention)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What a query of the pending records saw: the records ``[first, end)`` not deleted by ``tick``."""
+
+    first: int
+    end: int
+    tick: int
+    waiting: int  # live records whose append was not in the log yet
 
 
 @dataclass
@@ -308,8 +358,11 @@ class Simulation:
     log_bytes: list[int] = field(default_factory=lambda: [0])
     log_times: list[float] = field(default_factory=list)
     committed_in: dict[int, int] = field(default_factory=dict)
-    # Pending records in the order their puts were applied; deleted ones stay, marked dead.
+    # Pending records in the order their puts were applied; deleted ones stay, marked with the
+    # count of deletions applied once they were gone (so a listing knows what it saw).
     records: list[int] = field(default_factory=list)
+    deleted_tick: list[float] = field(default_factory=list)
+    tick: int = 0
     live: dict[int, int] = field(default_factory=dict)  # append -> index in records
     first_live: int = 0
     live_uncommitted: int = 0
@@ -423,45 +476,58 @@ class Simulation:
                 self.live_uncommitted -= 1
         return True
 
-    def _propose(self, head: int, listed: int, own: int) -> bool:
-        """A proposal at ``head + 1`` built from the records the proposer's listing saw.
+    def _propose(self, head: int, listing: Listing | None, own: int) -> list[int] | None:
+        """A put at ``head + 1`` of ``own`` and what ``listing`` saw; on winning, the records it settles.
 
-        The listing was a snapshot at its own apply time: records ``[first_live, listed)`` that
-        were live then. Its members are built only when the put wins, which is equivalent and
+        The proposer built its proposal from a snapshot of the records, taken at the listing's
+        apply time; the members are worked out only when the put wins, which is equivalent and
         far cheaper: a win at ``head + 1`` means every append committed so far is at or below
-        ``head``, so a record deleted since the listing (deleted only once committed) is left
-        out by the "not in the log up to head" rule anyway.
+        ``head``, so what is in the log now was in the log the proposer read. ``None`` when the
+        number was taken. The settled records are those the listing saw whose append is in the
+        log or in this proposal, not the proposer's own.
         """
         if len(self.log) != head:
-            return False  # taken: what the members would have been does not matter
+            return None  # taken: what the members would have been does not matter
         members = [own]
-        committed_in = self.committed_in
-        for index in range(self.first_live, listed):
-            if len(members) >= self.config.max_members:
-                break
-            append = self.records[index]
-            if append != own and append in self.live and committed_in.get(append, math.inf) > head:
-                members.append(append)
-        return self._commit(head + 1, members)
+        settled: list[int] = []
+        if listing is not None:
+            committed_in, records, deleted_tick = self.committed_in, self.records, self.deleted_tick
+            for index in range(listing.first, listing.end):
+                append = records[index]
+                if append == own or deleted_tick[index] <= listing.tick:
+                    continue  # its own record, or one already gone when listed
+                if append in committed_in:
+                    settled.append(append)  # committed by an earlier winner whose delete had not landed
+                elif len(members) < self.config.max_members:
+                    members.append(append)
+                    settled.append(append)
+        self._commit(head + 1, members)
+        return settled
 
     def _read_tail(self, own: int) -> tuple[int, bool]:
         """A query of the log's tail: the head, and whether ``own`` is in the log."""
         return len(self.log), own in self.committed_in
 
-    def _list_pending(self) -> tuple[int, int]:
-        """A query of the pending records: how far the listing reaches, and how many wait."""
-        return len(self.records), self.live_uncommitted
+    def _list_pending(self) -> Listing:
+        return Listing(self.first_live, len(self.records), self.tick, self.live_uncommitted)
 
     def _record(self, append: int) -> None:
         self.live[append] = len(self.records)
         self.records.append(append)
+        self.deleted_tick.append(math.inf)
         if append not in self.committed_in:
             self.live_uncommitted += 1
 
-    def _delete(self, append: int) -> None:
-        del self.live[append]
-        if append not in self.committed_in:
-            self.live_uncommitted -= 1
+    def _delete(self, appends: list[int]) -> None:
+        """One ``BatchWriteItem``: deleting a record already gone does nothing."""
+        self.tick += 1
+        for append in appends:
+            index = self.live.pop(append, None)
+            if index is None:
+                continue
+            self.deleted_tick[index] = self.tick
+            if append not in self.committed_in:
+                self.live_uncommitted -= 1
         records, live = self.records, self.live
         while self.first_live < len(records) and records[self.first_live] not in live:
             self.first_live += 1
@@ -505,40 +571,93 @@ class Simulation:
         self.completions.append((self.now, self.now - started_at))
 
     def _group_writer(self, writer: _Writer) -> Process:
-        c = self.config
-        record_units = partial(self._write_units, c.record_bytes)
         while (begun := self._begin()) is not None:
             own, started_at = begun
-            # The fast path only while calm: under contention a solo put mostly loses, and a
-            # loser then pays the whole slow path on top of it.
-            if self.now - writer.last_lost >= c.calm_s:
-                number = writer.cached_head + 1
-                won = yield Request(Kind.CONDITIONAL_PUT, partial(self._commit, number, [own]),
-                                    partial(self._put_units, number, 1))
-                if won:
-                    writer.cached_head = number
-                    self._done(started_at)
-                    continue
-                writer.last_lost = self.now
-            yield Request(Kind.PUT, partial(self._record, own), record_units)
-            while True:
-                head, mine = yield Request(Kind.QUERY_LOG, partial(self._read_tail, own),
-                                           partial(self._tail_units, writer.cached_head))
-                writer.cached_head = head
-                if mine:
-                    break
-                listed, count = yield Request(Kind.QUERY_PENDING, self._list_pending, self._pending_units)
-                # Charged for the appends the listing saw waiting, the proposal's size as the
-                # proposer would build it.
-                won = yield Request(Kind.CONDITIONAL_PUT, partial(self._propose, head, listed, own),
-                                    partial(self._put_units, head + 1, min(c.max_members, max(1, count))))
-                if won:
-                    writer.cached_head = head + 1
-                    break
-                writer.last_lost = self.now
-                yield Sleep(self.rng.uniform(0, c.backoff_s))
-            yield Request(Kind.DELETE, partial(self._delete, own), record_units)
+            # At or above one half the append records at once: a solo put that won on a busy table
+            # would take a number from under every proposal in flight, so the table is not probed
+            # that way; the recorded appends that meet nobody bring the estimate down instead.
+            committed = writer.contention < SOLO_BELOW and (yield from self._commit_solo(writer, own))
+            if not committed:
+                yield from self._commit_recorded(writer, own)
             self._done(started_at)
+
+    def _commit_solo(self, writer: _Writer, own: int) -> Generator[Action, Any, bool]:
+        """The solo path: a blind put, then a tail read and one more put; whether one landed."""
+        c = self.config
+        for attempt in range(SOLO_ATTEMPTS):
+            if attempt:
+                if writer.contention >= SOLO_BELOW:
+                    break  # the lost blind put tipped the estimate: record at once
+                writer.cached_head, _ = yield self._tail_read(writer, own)
+            head = writer.cached_head
+            listing: Listing | None = None
+            if (c.help_every_s is not None and self.now - writer.listed_at > c.help_every_s
+                    and self.now - writer.committed_at < BACK_TO_BACK_S):
+                writer.listed_at = self.now
+                listing = yield Request(Kind.QUERY_PENDING, self._list_pending, self._pending_units)
+            settled = yield self._proposal(head, listing, own, recorded=False)
+            if attempt == 0:
+                writer.observe(contended=settled is None)
+            if settled is None:
+                continue
+            writer.cached_head, writer.committed_at = head + 1, self.now
+            if settled:
+                yield self._forget(settled)
+            return True
+        return False
+
+    def _commit_recorded(self, writer: _Writer, own: int) -> Generator[Action, Any, None]:
+        """The recorded path: a pending record, then tail reads, waits and proposals until it lands."""
+        c = self.config
+        yield Request(Kind.PUT, partial(self._record, own), partial(self._write_units, c.record_bytes))
+        recorded = self.now
+        iterations = waits = 0
+        alone = True  # no other writer met: what lets a writer back onto the solo path
+        while True:
+            iterations += 1
+            reading = self.now
+            writer.cached_head, mine = yield self._tail_read(writer, own)
+            writer.read_s += READ_WEIGHT * (self.now - reading - writer.read_s)
+            if mine:
+                writer.observe(contended=True)  # another writer's proposal took it
+                return  # whoever put it in deletes the record
+            if waits < MAX_WAITS and self.now - recorded < PROPOSE_AFTER_READS * writer.read_s:
+                # A young record waits for the writer of an older one to propose and take it, so
+                # that a round has one proposer rather than one per writer.
+                waits += 1
+            else:
+                head = writer.cached_head
+                listing = yield Request(Kind.QUERY_PENDING, self._list_pending, self._pending_units)
+                writer.listed_at = self.now
+                # The listing's waiting count takes in its own record while its append is out of
+                # the log; should the append have landed since the tail read, the put below loses,
+                # which counts as contended anyway.
+                alone = alone and listing.waiting <= 1
+                settled = yield self._proposal(head, listing, own, recorded=True)
+                if settled is not None:
+                    writer.cached_head, writer.committed_at = head + 1, self.now
+                    writer.observe(contended=not alone)
+                    yield self._forget([own, *settled])
+                    return
+                alone = False
+            yield Sleep(self.rng.uniform(0, min(c.commit_backoff_cap_s,
+                                                c.commit_backoff_base_s * 2 ** min(iterations - 1, 30))))
+
+    def _tail_read(self, writer: _Writer, own: int) -> Request:
+        return Request(Kind.QUERY_LOG, partial(self._read_tail, own), partial(self._tail_units, writer.cached_head))
+
+    def _proposal(self, head: int, listing: Listing | None, own: int, recorded: bool) -> Request:
+        # Charged at the size the proposer would build: its own append and those the listing saw
+        # waiting (its own among them once recorded).
+        members = 1 if listing is None else min(self.config.max_members,
+                                                max(1, listing.waiting + (0 if recorded else 1)))
+        return Request(Kind.CONDITIONAL_PUT, partial(self._propose, head, listing, own),
+                       partial(self._put_units, head + 1, members))
+
+    def _forget(self, appends: list[int]) -> Request:
+        # DynamoDB charges each delete of a batch its own write units, present or not.
+        units = len(appends) * self._write_units(self.config.record_bytes)
+        return Request(Kind.DELETE, partial(self._delete, appends), lambda: units)
 
     def _solo_writer(self, writer: _Writer) -> Process:
         c = self.config

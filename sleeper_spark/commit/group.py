@@ -57,14 +57,16 @@ from sleeper_spark.state import TableState, validate
 
 logger = logging.getLogger(__name__)
 
-# How contended the table looks to this process: a moving average of its blind puts' fates, 1
-# lost and 0 won. Below SOLO_BELOW a batch first tries to commit alone (a blind put at the
-# cached head + 1, then a tail read and one more put), as a writer without group commit would,
-# and records itself only if both lose: a record costs a put, a listing and a share of a delete
-# more, which pays only when most solo attempts would lose. Above it, the batch records at once
-# and the estimate decays by CONTENTION_DECAY, so a few batches later a blind put probes again.
+# How contended the table looks to this process: a moving average over its batches of 1 (a
+# blind put lost; or, for a recorded batch, another writer's append was met: in a listing, in
+# the version that took it, or as a lost race) and 0 (a blind put won; a recorded batch met
+# nobody). Below SOLO_BELOW a batch first tries to commit alone (a blind put at the cached
+# head + 1, then a tail read and one more put), as a writer without group commit would, and
+# records itself only if both lose: a record costs a put, a listing and a share of a delete
+# more, which pays only when most solo attempts would lose. Above it, the batch records at
+# once. Solo puts are not used to probe a busy table: each one that wins takes a number from
+# under every proposal in flight. The estimate falls when recorded batches find nobody else.
 CONTENTION_WEIGHT = 0.25
-CONTENTION_DECAY = 0.93
 SOLO_BELOW = 0.5
 SOLO_ATTEMPTS = 2
 # A writer that commits alone back to back (its last put landed less than BACK_TO_BACK_S ago)
@@ -153,6 +155,8 @@ class GroupCommit:
                 for member in batch:
                     if not member.done:
                         member.error = error
+            else:
+                self._unknown(batch, "the commit loop ended without deciding it", None)  # never expected
             finally:
                 with self._changed:
                     self._leading = False
@@ -221,10 +225,10 @@ class GroupCommit:
                         outcome = head.try_append(_transaction(own + helped), state)
                     except RetryCommit:
                         if attempt == 0:
-                            self._observe(lost=True)
+                            self._observe(contended=True)
                         continue
                 if attempt == 0:
-                    self._observe(lost=False)
+                    self._observe(contended=False)
                 if isinstance(outcome, int):
                     uncertain_at = outcome
                     break
@@ -234,18 +238,14 @@ class GroupCommit:
                 if all(w.done for w in batch):
                     return
                 break
-        else:
-            # Recording at once, this batch learns nothing of how a blind put would fare; the
-            # estimate decays instead, so that a table that calmed down is probed again.
-            self._contention *= CONTENTION_DECAY
         if base is None:
             with head.lock:
                 base = head.optimistic_state().version
         self._commit_recorded(batch, base, uncertain_at, started)
 
-    def _observe(self, lost: bool) -> None:
-        """Folds the fate of one blind put into the estimate of how contended the table is."""
-        self._contention += CONTENTION_WEIGHT * ((1.0 if lost else 0.0) - self._contention)
+    def _observe(self, contended: bool) -> None:
+        """Folds what one batch met into the estimate of how contended the table is."""
+        self._contention += CONTENTION_WEIGHT * ((1.0 if contended else 0.0) - self._contention)
 
     def _commit_recorded(self, batch: list[_Waiter], base: int, uncertain_at: int | None, started: float) -> None:
         """Records the batch as pending, then commits it with whatever else is pending."""
@@ -262,6 +262,7 @@ class GroupCommit:
             logger.warning("table %s: could not record %d pending append(s): %s", head.name, len(waiting), error)
         recorded = time.monotonic()
         attempts = waits = 0
+        alone = True  # no other writer met: the table calmed down, and solo attempts may pay again
         try:
             for attempt in commit_retrying(head.retry_policy, head.name, head.sleep):
                 with attempt, head.lock:
@@ -276,6 +277,7 @@ class GroupCommit:
                     for waiter in waiting:
                         if waiter.write_id in landed:
                             waiter.result = CommitResult(landed[waiter.write_id], True, attempts)
+                            alone = False  # another writer's proposal (or an earlier one of ours) took it
                     if uncertain_at is not None and state.version >= uncertain_at:
                         uncertain_at = None  # that number is decided; what it holds was counted above
                     waiting = [w for w in waiting if not w.done]
@@ -294,7 +296,12 @@ class GroupCommit:
                         raise RetryCommit("waiting for an older record's writer to propose")
                     listing = self._others(key, state, own)
                     self._listed_at = time.monotonic()
-                    outcome = head.try_append(_transaction(own + listing.appends), state)
+                    alone = alone and not listing.appends
+                    try:
+                        outcome = head.try_append(_transaction(own + listing.appends), state)
+                    except RetryCommit:
+                        alone = False
+                        raise
                     if isinstance(outcome, int):
                         uncertain_at = outcome
                         raise RetryCommit(f"the outcome of appending transaction {outcome} is unknown")
@@ -308,6 +315,8 @@ class GroupCommit:
         except SleeperSparkError as error:
             self._unknown(waiting, str(error), error)
             return
+        finally:
+            self._observe(contended=not alone)
 
     def _unknown(self, waiting: Iterable[_Waiter], why: str, cause: BaseException | None) -> None:
         # The record stays: another writer may still commit these appends, which is why the

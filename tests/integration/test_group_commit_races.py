@@ -1,5 +1,7 @@
 """Real processes appending to one table with group commit on, on every backend: each write once.
 
+Here, not in tests/commit, because most of its cases need the loopback servers.
+
 Six processes (each with two threads, so batches form inside a process too) are released at
 the same moment and append ten times per thread. Every write must succeed, the table must keep
 every invariant of tests/invariants.py (no write lost, doubled or reordered; every file there
