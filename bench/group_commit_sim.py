@@ -744,7 +744,9 @@ def run(report: Report, quick: bool) -> None:
             note += f", {sum(on.throttled.values()) / max(1, on.appends):.1f} throttled requests/append"
         label = f"AWS ~5 ms, 1,000 WCU/s per key: {_writers(writers)}"
         if writers == TARGET_WRITERS:
-            _add(report, label, pair, note, f">= {TARGET_APPENDS_PER_S:,.0f} appends/s",
+            # The target is stated at AWS latencies (the row without a limit, below); this row
+            # says what DynamoDB's per-key capacity, which the target leaves out, does to it.
+            _add(report, label, pair, note, f"(>= {TARGET_APPENDS_PER_S:,.0f} appends/s, with capacity)",
                  on.appends_per_s >= TARGET_APPENDS_PER_S)
         else:
             _add(report, label, pair, note)
@@ -755,7 +757,12 @@ def run(report: Report, quick: bool) -> None:
         on = pair[0]
         note = (f"{on.capacity()}; at these charges DynamoDB's 1,000 WCU and 3,000 RCU per key allow at most "
                 f"{on.partition_cap():,.0f} appends/s")
-        _add(report, f"AWS ~5 ms, no capacity limit: {_writers(writers)}", pair, note)
+        label = f"AWS ~5 ms, no capacity limit: {_writers(writers)}"
+        if writers == TARGET_WRITERS:
+            _add(report, label, pair, note, f">= {TARGET_APPENDS_PER_S:,.0f} appends/s",
+                 on.appends_per_s >= TARGET_APPENDS_PER_S)
+        else:
+            _add(report, label, pair, note)
 
     try:
         from bench.latency_profile import measure_dynamodb_local
