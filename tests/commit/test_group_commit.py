@@ -55,6 +55,18 @@ def rivals_commit_first(backend: InMemoryLogBackend, table: ss.Table, rival: ss.
     return outcomes
 
 
+def a_writer_dies_after_recording(backend: InMemoryLogBackend, table: ss.Table, **write: object) -> list[WriteOutcome]:
+    """Another writer loses its solo attempts (rival writer 2 commits first), records its append
+    (``write``, by default writer 1's seq 0) and dies; returns the rival's outcomes."""
+    doomed = writer(backend)
+    doomed.state()
+    outcomes = rivals_commit_first(backend, table, writer(backend), 2, range(SOLO_ATTEMPTS))
+    pending_of(backend, table).fail_next_put(WriterDied(), after_storing=True)
+    with pytest.raises(WriterDied):
+        doomed.write(**(write or tagged(1, 0)))  # type: ignore[arg-type]
+    return outcomes
+
+
 def pending_of(backend: InMemoryLogBackend, table: ss.Table) -> InMemoryPendingAppends:
     pending = backend.pending_appends(table.entry)
     assert isinstance(pending, InMemoryPendingAppends)
@@ -106,13 +118,8 @@ def test_the_append_of_a_writer_that_died_after_recording_it_is_committed_once(
         table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
     # Given a writer that lost its races, recorded its append and died before committing it
     table.write(**tagged(0, 0))
-    doomed = writer(memory_backend)
-    doomed.state()
     pending = pending_of(memory_backend, table)
-    outcomes = rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS))
-    pending.fail_next_put(WriterDied(), after_storing=True)
-    with pytest.raises(WriterDied):
-        doomed.write(**tagged(1, 0))
+    outcomes = a_writer_dies_after_recording(memory_backend, table)
     assert len(pending.list()) == 1
     # When another writer appends and loses its races too
     rival = writer(memory_backend)
@@ -134,13 +141,8 @@ def test_commit_pending_and_vacuum_take_in_what_a_dead_writer_left(
         table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
     # Given a dead writer's recorded append, and nobody else racing
     table.write(**tagged(0, 0))
-    doomed = writer(memory_backend)
-    doomed.state()
     pending = pending_of(memory_backend, table)
-    outcomes = rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS))
-    pending.fail_next_put(WriterDied(), after_storing=True)
-    with pytest.raises(WriterDied):
-        doomed.write(**tagged(1, 0))
+    outcomes = a_writer_dies_after_recording(memory_backend, table)
     # When vacuum runs, even one that deletes every unreferenced file at once
     report = table.vacuum(older_than=timedelta(0))
     # Then the append is committed first, so its files are kept and read, and its record is gone
@@ -180,13 +182,8 @@ def test_a_group_put_whose_answer_is_lost_lands_once(table: ss.Table, memory_bac
     # Given a writer in the recorded path whose group put's answer is lost (stored or not)
     table.write(**tagged(0, 0))
     log = memory_backend.logs[table.table_id]
-    doomed = writer(memory_backend)
-    doomed.state()
     pending = pending_of(memory_backend, table)
-    outcomes = rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS))
-    pending.fail_next_put(WriterDied(), after_storing=True)
-    with pytest.raises(WriterDied):
-        doomed.write(**tagged(1, 0))  # leaves a record, so the next proposal is a group
+    outcomes = a_writer_dies_after_recording(memory_backend, table)  # its record makes the next proposal a group
     outcomes += rivals_commit_first(memory_backend, table, writer(memory_backend), 3, range(SOLO_ATTEMPTS))
 
     def lose_the_answer() -> None:
@@ -246,14 +243,9 @@ def test_each_member_keeps_its_idempotency(table: ss.Table, memory_backend: InMe
 def test_history_and_time_travel_show_the_members(table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
     # Given a group version of two writers' appends
     table.write(**tagged(0, 0))
-    doomed = writer(memory_backend)
-    doomed.state()
-    pending = pending_of(memory_backend, table)
     log = memory_backend.logs[table.table_id]
-    rivals_commit_first(memory_backend, table, writer(memory_backend), 2, range(SOLO_ATTEMPTS))
-    pending.fail_next_put(WriterDied(), after_storing=True)
-    with pytest.raises(WriterDied):
-        doomed.write(events(1, 0, rows=5), metadata={"writer": "1", "seq": "0"}, app_id="stream", app_version=7)
+    a_writer_dies_after_recording(memory_backend, table, data=events(1, 0, rows=5),
+                                  metadata={"writer": "1", "seq": "0"}, app_id="stream", app_version=7)
     rivals_commit_first(memory_backend, table, writer(memory_backend), 3, range(SOLO_ATTEMPTS))
     group = table.write(**tagged(0, 1, rows=2))
     # Then the version's members carry each writer's own facts, and its counts are their sums

@@ -125,14 +125,7 @@ def test_a_log_entry_of_a_newer_type_says_to_upgrade(tmp_path: Path) -> None:
 def test_a_state_snapshot_made_before_group_commit_still_opens() -> None:
     # Given the bytes of a state snapshot whose history has no members column
     state = _golden_state()
-    encoded = encode_state(state)
-    files_length = int.from_bytes(encoded[8:16], "little")
-    history = pa.ipc.open_file(pa.py_buffer(encoded[16 + files_length:])).read_all()
-    sink = pa.BufferOutputStream()
-    older = history.drop_columns(["members"])
-    with pa.ipc.new_file(sink, older.schema) as writer:
-        writer.write_table(older)
-    stored = encoded[:16 + files_length] + sink.getvalue().to_pybytes()
+    stored = _without_history_column(encode_state(state), "members")
     # Then it decodes to the same state, every snapshot with no members
     decoded = decode_state(stored, "older")
     assert decoded == state and all(s.members == () for s in decoded.history)
@@ -150,6 +143,17 @@ def _plain(value: object) -> object:
 def _described(table: pa.Table) -> dict[str, object]:
     return {"columns": [f"{f.name}: {f.type}" for f in table.schema],
             "rows": [{k: _plain(v) for k, v in row.items()} for row in table.to_pylist()]}
+
+
+def _without_history_column(encoded: bytes, column: str) -> bytes:
+    """A state snapshot's bytes as a version before ``column`` existed in its history wrote them."""
+    files_length = int.from_bytes(encoded[8:16], "little")
+    history = pa.ipc.open_file(pa.py_buffer(encoded[16 + files_length:])).read_all()
+    sink = pa.BufferOutputStream()
+    older = history.drop_columns([column])
+    with pa.ipc.new_file(sink, older.schema) as writer:
+        writer.write_table(older)
+    return encoded[:16 + files_length] + sink.getvalue().to_pybytes()
 
 
 def _golden_state() -> TableState:
@@ -181,14 +185,7 @@ def test_the_state_snapshot_keeps_its_stored_form() -> None:
 def test_a_state_snapshot_made_before_operation_metrics_still_opens() -> None:
     # Given the bytes of a state snapshot whose history has no operation_metrics column
     state = _golden_state()
-    encoded = encode_state(state)
-    files_length = int.from_bytes(encoded[8:16], "little")
-    history = pa.ipc.open_file(pa.py_buffer(encoded[16 + files_length:])).read_all()
-    sink = pa.BufferOutputStream()
-    older = history.drop_columns(["operation_metrics"])
-    with pa.ipc.new_file(sink, older.schema) as writer:
-        writer.write_table(older)
-    stored = encoded[:16 + files_length] + sink.getvalue().to_pybytes()
+    stored = _without_history_column(encode_state(state), "operation_metrics")
     # Then it decodes to the same state, every snapshot without metrics
     decoded = decode_state(stored, "older")
     assert decoded == state and all(s.operation_metrics == {} for s in decoded.history)
