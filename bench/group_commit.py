@@ -373,6 +373,20 @@ def lone_writer(report: Report, on: ss.Catalog, off: ss.Catalog, count: int) -> 
                    f"{combined} combined versions" if combined else ""))
 
 
+def race_without_group_commit(report: Report, off: ss.Catalog, writers: int, duration_s: float,
+                              meter: CpuMeter) -> RaceResult:
+    """A race of ``writers`` processes with group commit off, reported as the baseline row."""
+    result = race(off.options(), writers, duration_s, meter)
+    print_details(result)
+    report.add(Row(f"{writers} writer processes, group commit off, {duration_s:.0f} s",
+                   f"{result.rate:.0f} appends/s, {result.failed} failed, p50 {result.p(0.5)}, p99 {result.p(0.99)}",
+                   f"{RECORDED_RACE_RATE:.0f} commits/s recorded (8 writers)", result.rate / RECORDED_RACE_RATE,
+                   "- (baseline)", None if not result.problems else False,
+                   _note(result.check_note(), result.failure_note(), result.requests_note(),
+                         result.cpu.summary() if result.cpu else "")))
+    return result
+
+
 def run(report: Report, quick: bool) -> None:
     os.environ.update(TEST_CREDENTIALS)
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")  # inherited by the spawned writers
@@ -396,14 +410,7 @@ def run(report: Report, quick: bool) -> None:
         # Quick: the same shape, small enough for a smoke run.
         few, many, duration_s = (4, 8, 2.0) if quick else (8, 32, 10.0)
 
-        baseline = race(off.options(), few, duration_s, meter)
-        print_details(baseline)
-        report.add(Row(f"{few} writer processes, group commit off, {duration_s:.0f} s",
-                       f"{baseline.rate:.0f} appends/s, {baseline.failed} failed, p50 {baseline.p(0.5)}, "
-                       f"p99 {baseline.p(0.99)}", f"{RECORDED_RACE_RATE:.0f} commits/s recorded (8 writers)",
-                       baseline.rate / RECORDED_RACE_RATE, "- (baseline)", None if not baseline.problems else False,
-                       _note(baseline.check_note(), baseline.failure_note(), baseline.requests_note(),
-                             baseline.cpu.summary() if baseline.cpu else "")))
+        baseline = race_without_group_commit(report, off, few, duration_s, meter)
 
         grouped = race(on.options(), few, duration_s, meter)
         print_details(grouped)
@@ -418,14 +425,7 @@ def run(report: Report, quick: bool) -> None:
                              f"{grouped.pending_left} pending records left" if grouped.pending_left else "",
                              grouped.requests_note(), grouped.cpu.summary() if grouped.cpu else "")))
 
-        wide_off = race(off.options(), many, duration_s, meter)
-        print_details(wide_off)
-        report.add(Row(f"{many} writer processes, group commit off, {duration_s:.0f} s",
-                       f"{wide_off.rate:.0f} appends/s, {wide_off.failed} failed, p50 {wide_off.p(0.5)}, "
-                       f"p99 {wide_off.p(0.99)}", f"{RECORDED_RACE_RATE:.0f} commits/s recorded (8 writers)",
-                       wide_off.rate / RECORDED_RACE_RATE, "- (baseline)", None if not wide_off.problems else False,
-                       _note(wide_off.check_note(), wide_off.failure_note(), wide_off.requests_note(),
-                             wide_off.cpu.summary() if wide_off.cpu else "")))
+        wide_off = race_without_group_commit(report, off, many, duration_s, meter)
 
         wide = race(on.options(), many, duration_s, meter)
         print_details(wide)

@@ -4,18 +4,18 @@ With the catalog setting ``group_commit`` on, every append of a table goes throu
 :class:`GroupCommit` of its head::
 
     in this process: appends that wait at the same moment form one batch; one thread leads it
-    fast path (no race lost within CALM_S): one conditional put of the batch at the cached head + 1
-    on losing the race (or when not calm):
+    solo, while the contention estimate is below SOLO_BELOW: a blind put of the batch at the
+        cached head + 1; lost: a tail read and one more put
+    recorded, when both lose (or the table looks busy):
         record the batch as a pending record (a key of its own; ``after`` = the version its
         first put was built on: none of its appends can be at or below it)
         loop (the commit retry policy):
             catch up (one tail read)
             every append of the batch is in a version above ``after``: done
+            the record is young: wait, so that the oldest record's writer proposes first
             list the pending records; propose head + 1 with the batch's remaining appends and
-            every listed append not in a version above its record's ``after``, no repeat of its
-            (app_id, app_version), and valid
-            won: done; lost: back off, loop
-        delete the record
+            what the records offer (commit/proposals.py)
+            won: delete this record and every record now settled, in one request; lost: loop
 
 Why each append lands exactly once: an append goes into a proposal for number N + 1 only by a
 proposer caught up to N that found it in no version up to N, and the conditional put lets one
@@ -33,13 +33,21 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 
-from pydantic import ValidationError
 from tenacity import RetryError
 
 from sleeper_spark.commit.head import CommitResult, TableHead
+from sleeper_spark.commit.proposals import (
+    ListedBatch,
+    Offer,
+    committed_since,
+    decode_record,
+    note_app,
+    offer,
+    repeats_within,
+    transaction,
+)
 from sleeper_spark.commit.repeats import idempotent_repeat
 from sleeper_spark.commit.retry import RetryCommit, commit_retrying
 from sleeper_spark.errors import (
@@ -49,9 +57,8 @@ from sleeper_spark.errors import (
     SleeperSparkError,
     StorageError,
 )
-from sleeper_spark.log.codec import SPILL_THRESHOLD
-from sleeper_spark.log.pending import PendingAppends, PendingRecord
-from sleeper_spark.models import AddFiles, AppendGroup, Snapshot
+from sleeper_spark.log.pending import PendingAppends
+from sleeper_spark.models import AddFiles, Snapshot
 from sleeper_spark.models.pending import PendingBatch
 from sleeper_spark.state import TableState, validate
 
@@ -83,21 +90,6 @@ MAX_WAITS = 3
 READ_WEIGHT = 0.2
 # The most appends one thread leads in a batch; the rest form the next.
 MAX_BATCH = 64
-# A proposal stops taking other writers' appends at about this many bytes, so that its body
-# stays in the log item (a spilled body would cost an object write per attempt).
-MAX_PROPOSAL_BYTES = SPILL_THRESHOLD * 3 // 4
-
-
-@dataclass
-class _Listing:
-    """Other writers' pending appends that a state lacks, oldest record first, within the size cap;
-    the keys of the records that are settled once a proposal of them lands (each append in it, in
-    the log, a repeat or invalid), which its winner deletes; and the sort key (recorded at, key)
-    of the oldest record with an append still to commit."""
-
-    appends: list[AddFiles] = field(default_factory=list)
-    settled: list[str] = field(default_factory=list)
-    oldest_waiting: tuple[datetime, str] | None = None
 
 
 @dataclass
@@ -182,7 +174,7 @@ class GroupCommit:
                 self._forget(settled)
                 return None
             try:
-                outcome = head.try_append(_transaction(others), state)
+                outcome = head.try_append(transaction(others), state)
             except RetryCommit:
                 return None
         if isinstance(outcome, int):
@@ -222,7 +214,7 @@ class GroupCommit:
                         listing = self._others("", state, own)
                         helped, settled = listing.appends, listing.settled
                     try:
-                        outcome = head.try_append(_transaction(own + helped), state)
+                        outcome = head.try_append(transaction(own + helped), state)
                     except RetryCommit:
                         if attempt == 0:
                             self._observe(contended=True)
@@ -273,7 +265,7 @@ class GroupCommit:
                     except LogThrottledError:
                         raise RetryCommit("reading the log was throttled") from None
                     self._read_s += READ_WEIGHT * (time.monotonic() - reading - self._read_s)
-                    landed = _committed_since(base, state)
+                    landed = committed_since(base, state)
                     for waiter in waiting:
                         if waiter.write_id in landed:
                             waiter.result = CommitResult(landed[waiter.write_id], True, attempts)
@@ -298,7 +290,7 @@ class GroupCommit:
                     self._listed_at = time.monotonic()
                     alone = alone and not listing.appends
                     try:
-                        outcome = head.try_append(_transaction(own + listing.appends), state)
+                        outcome = head.try_append(transaction(own + listing.appends), state)
                     except RetryCommit:
                         alone = False
                         raise
@@ -348,71 +340,40 @@ class GroupCommit:
         for waiter in waiting:
             txn = waiter.txn
             earlier = idempotent_repeat(state, txn.app_id, txn.app_version)
-            if earlier is not None or _repeats_within(txn, apps):
-                if earlier is None:
-                    continue  # an earlier append of the batch has this app version; it answers on commit
+            if earlier is not None:
                 waiter.result = CommitResult(earlier, committed=False, attempts=1)
                 continue
+            if repeats_within(txn, apps):
+                continue  # an earlier append of the batch has this app version; it answers on commit
             try:
                 validate(txn, state)
             except CommitConflictError as error:
                 waiter.error = error
                 continue
-            _note_app(txn, apps)
+            note_app(txn, apps)
             proposal.append(txn)
         return proposal
 
-    def _others(self, own_key: str, state: TableState, own: list[AddFiles]) -> _Listing:
-        """What the pending records offer a proposal that already holds ``own`` (see :class:`_Listing`)."""
+    def _others(self, own_key: str, state: TableState, own: list[AddFiles]) -> Offer:
+        """What the other writers' pending records offer a proposal that already holds ``own``."""
         try:
             records = self.pending.list()
         except StorageError as error:
             logger.warning("table %s: could not list pending appends (%s); proposing only its own", self.head.name,
                            error)
-            return _Listing()
-        batches = sorted((b for r in records if r.key != own_key and (b := self._decoded(r)) is not None),
-                         key=lambda b: (b[0], b[2]))
-        if not batches:
-            return _Listing()
-        landed = _committed_since(min(b.after for _, b, _ in batches), state)
-        taken = {txn.write_id for txn in own}
-        paths = {f.path for txn in own for f in txn.files}
-        apps: dict[str, int] = {}
-        for txn in own:
-            _note_app(txn, apps)
-        size = sum(_size(txn) for txn in own)
-        listing = _Listing()
-        for recorded_at, batch, key in batches:
-            settled = True
-            for txn in batch.members:
-                if txn.write_id in landed or txn.write_id in taken:
-                    continue
-                if (idempotent_repeat(state, txn.app_id, txn.app_version) is not None
-                        or not _valid(txn, state, paths)):
-                    continue
-                if listing.oldest_waiting is None:
-                    listing.oldest_waiting = (recorded_at, key)
-                if _repeats_within(txn, apps) or size + _size(txn) > MAX_PROPOSAL_BYTES:
-                    settled = False
-                    continue
-                listing.appends.append(txn)
-                taken.add(txn.write_id)
-                paths.update(f.path for f in txn.files)
-                _note_app(txn, apps)
-                size += _size(txn)
-            if settled:
-                listing.settled.append(key)
-        return listing
-
-    def _decoded(self, record: PendingRecord) -> tuple[datetime, PendingBatch, str] | None:
-        try:
-            batch = PendingBatch.decode(record.body)
-        except (ValidationError, ValueError) as error:
-            # Left out of every proposal; its writer, if alive, still commits it itself.
-            logger.warning("table %s: pending record %s cannot be decoded (%s); ignoring it", self.head.name,
-                           record.key, str(error).splitlines()[0])
-            return None
-        return batch.recorded_at, batch, record.key
+            return Offer()
+        listed = []
+        for record in records:
+            if record.key == own_key:
+                continue
+            batch = decode_record(record)
+            if batch is None:
+                # Left out of every proposal; its writer, if alive, still commits it itself.
+                logger.warning("table %s: pending record %s cannot be decoded; ignoring it", self.head.name,
+                               record.key)
+                continue
+            listed.append(ListedBatch(record.key, batch))
+        return offer(listed, state, own)
 
     def _resolve(self, waiting: list[_Waiter], snapshot: Snapshot, result: CommitResult) -> None:
         """Answers every waiter whose append ``snapshot`` holds, and those that repeat one of them."""
@@ -426,60 +387,3 @@ class GroupCommit:
             earlier = idempotent_repeat(state, waiter.txn.app_id, waiter.txn.app_version)
             if earlier is not None:
                 waiter.result = CommitResult(earlier, committed=False, attempts=result.attempts)
-
-
-def pending_paths(pending: PendingAppends) -> set[str]:
-    """The data files the pending records name: vacuum must not take them for garbage."""
-    paths: set[str] = set()
-    for record in pending.list():
-        try:
-            batch = PendingBatch.decode(record.body)
-        except (ValidationError, ValueError):
-            continue
-        paths.update(f.path for txn in batch.members for f in txn.files)
-    return paths
-
-
-def _transaction(appends: list[AddFiles]) -> AddFiles | AppendGroup:
-    """One append as it is; several as a group (whose own ids are fresh: no member's)."""
-    if len(appends) == 1:
-        return appends[0]
-    first = appends[0]
-    return AppendGroup(snapshot_id=uuid.uuid4().hex, committed_at=first.committed_at, operation="append",
-                       write_id=uuid.uuid4().hex, members=tuple(appends))
-
-
-def _committed_since(after: int, state: TableState) -> dict[str, Snapshot]:
-    """The write ids committed in versions above ``after``, with the snapshot of each."""
-    landed: dict[str, Snapshot] = {}
-    for snapshot in state.history.since(after):
-        if snapshot.write_id is not None:
-            landed[snapshot.write_id] = snapshot
-        for member in snapshot.members:
-            landed[member.write_id] = snapshot
-    return landed
-
-
-def _valid(txn: AddFiles, state: TableState, paths: set[str]) -> bool:
-    if any(f.path in paths for f in txn.files):
-        return False
-    try:
-        validate(txn, state)
-    except CommitConflictError:
-        return False
-    return True
-
-
-def _repeats_within(txn: AddFiles, apps: dict[str, int]) -> bool:
-    """Whether an append already in the proposal has this app at this version or a later one."""
-    return txn.app_id is not None and txn.app_version is not None and apps.get(txn.app_id, -1) >= txn.app_version
-
-
-def _note_app(txn: AddFiles, apps: dict[str, int]) -> None:
-    if txn.app_id is not None and txn.app_version is not None:
-        apps[txn.app_id] = max(txn.app_version, apps.get(txn.app_id, txn.app_version))
-
-
-def _size(txn: AddFiles) -> int:
-    # An estimate: a file reference dominates, at a few hundred bytes with its statistics.
-    return 300 + 400 * len(txn.files)

@@ -77,7 +77,8 @@ def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: b
     floor = retention_floor(state.history, cutoff)
     facts = read_log_facts(table, state.version, sorted(listing.state_snapshots), floor, progress)
     # Files a pending append names are not garbage: a group commit may still put them in.
-    keep = facts.retained_files | set(state.files) | pending_paths(table.catalog.backend.pending_appends(table.entry))
+    pending = table.catalog.backend.pending_appends(table.entry).list()
+    keep = facts.retained_files | set(state.files) | pending_paths(pending)
     doomed_data = [o for o in listing.data if o.key not in keep and o.last_modified < cutoff]
     doomed_bodies = [o for o in listing.bodies
                      if o.key not in facts.referenced_bodies and o.last_modified < cutoff]

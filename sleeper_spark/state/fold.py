@@ -124,7 +124,7 @@ def _(txn: AppendGroup, state: TableState) -> None:
 
 @apply.register
 def _(txn: AppendGroup, state: TableState) -> TableState:
-    """One version, one history entry listing the members; each member's app version is recorded."""
+    """One version, one history entry listing the members; each member's app version is recorded (_record)."""
     files = txn.files
     members = tuple(
         SnapshotMember(write_id=m.write_id, operation=m.operation, metadata=m.metadata, app_id=m.app_id,
@@ -134,15 +134,10 @@ def _(txn: AppendGroup, state: TableState) -> TableState:
     )
     lows = [m.min_event_time for m in txn.members if m.min_event_time is not None]
     highs = [m.max_event_time for m in txn.members if m.max_event_time is not None]
-    state = _record(txn, state, files=state.files.added(files, state.version + 1),
-                    rows_added=sum(m.rows_added for m in members), files_added=len(files),
-                    bytes_added=sum(m.bytes_added for m in members), members=members,
-                    event_times=(min(lows, default=None), max(highs, default=None)))
-    app_versions = dict(state.app_versions)
-    for m in txn.members:
-        if m.app_id is not None and m.app_version is not None:
-            app_versions[m.app_id] = max(m.app_version, app_versions.get(m.app_id, m.app_version))
-    return replace(state, app_versions=ReadOnlyDict(app_versions))
+    return _record(txn, state, files=state.files.added(files, state.version + 1),
+                   rows_added=sum(m.rows_added for m in members), files_added=len(files),
+                   bytes_added=sum(m.bytes_added for m in members), members=members,
+                   event_times=(min(lows, default=None), max(highs, default=None)))
 
 
 # -- replace_files -------------------------------------------------------------------------
@@ -232,7 +227,8 @@ def _record(txn: TransactionBase, state: TableState, *, files: FileSet | None = 
             rows_removed: int = 0, files_added: int = 0, files_removed: int = 0, bytes_added: int = 0,
             members: tuple[SnapshotMember, ...] = (),
             event_times: tuple[datetime | None, datetime | None] | None = None) -> TableState:
-    """The next state: ``files`` (or the same files) and one more history entry."""
+    """The next state: ``files`` (or the same files), one more history entry, and the app versions
+    the transaction records (a group: each member's)."""
     version = state.version + 1
     low, high = event_times or (getattr(txn, "min_event_time", None), getattr(txn, "max_event_time", None))
     snapshot = Snapshot(
@@ -256,8 +252,12 @@ def _record(txn: TransactionBase, state: TableState, *, files: FileSet | None = 
         members=members,
     )
     app_versions = state.app_versions
-    if txn.app_id is not None and txn.app_version is not None:
-        highest = max(txn.app_version, app_versions.get(txn.app_id, txn.app_version))
-        app_versions = ReadOnlyDict({**app_versions, txn.app_id: highest})
+    tagged = [(t.app_id, t.app_version) for t in (txn.members if isinstance(txn, AppendGroup) else (txn,))
+              if t.app_id is not None and t.app_version is not None]
+    if tagged:
+        highest = dict(app_versions)
+        for app_id, app_version in tagged:
+            highest[app_id] = max(app_version, highest.get(app_id, app_version))
+        app_versions = ReadOnlyDict(highest)
     return replace(state, version=version, files=files if files is not None else state.files,
                    history=state.history.appended(snapshot), app_versions=app_versions)

@@ -145,36 +145,30 @@ class SnapshotLog(Sequence[Snapshot]):
 
     def last_holding_write(self, write_id: str) -> Snapshot | None:
         """The newest snapshot that committed the write ``write_id``, alone or as a group member."""
-        own = self.last_where("write_id", write_id)
-        member = self._last_with_member(write_id, lambda m: m.write_id == write_id)
-        return max((s for s in (own, member) if s is not None), key=lambda s: s.version, default=None)
+        return _newest(self.last_where("write_id", write_id),
+                       self._last_with_member(write_id, lambda m: m.write_id == write_id))
 
     def last_holding_app(self, app_id: str, app_version: int) -> Snapshot | None:
         """The newest snapshot that committed ``(app_id, app_version)``, alone or as a group member."""
-        own = self.last_where("app_id", app_id, app_version=app_version)
-        member = self._last_with_member(app_id, lambda m: m.app_id == app_id and m.app_version == app_version)
-        return max((s for s in (own, member) if s is not None), key=lambda s: s.version, default=None)
+        return _newest(self.last_where("app_id", app_id, app_version=app_version),
+                       self._last_with_member(app_id, lambda m: m.app_id == app_id and m.app_version == app_version))
 
     def last_with_app(self, app_id: str) -> Snapshot | None:
         """The newest snapshot that committed any version of ``app_id``, alone or as a group member."""
-        own = self.last_where("app_id", app_id)
-        member = self._last_with_member(app_id, lambda m: m.app_id == app_id)
-        return max((s for s in (own, member) if s is not None), key=lambda s: s.version, default=None)
+        return _newest(self.last_where("app_id", app_id), self._last_with_member(app_id, lambda m: m.app_id == app_id))
 
     def _last_with_member(self, text: str, wanted: Callable[[SnapshotMember], bool]) -> Snapshot | None:
         """The newest group snapshot with a member ``wanted`` picks; ``text`` occurs in that member's JSON."""
         for snapshot in reversed(self._tail):
             if any(wanted(m) for m in snapshot.members):
                 return snapshot
-        stored = self._runs.num_rows
-        # Vectorized first: only rows whose members' JSON contains the text are decoded.
+        # Vectorized first: only stored rows whose members' JSON contains the text are decoded.
         candidates = self._indices_where(lambda batch: pc.fill_null(
             pc.match_substring(batch.column("members"), json.dumps(text)[1:-1]), False))
         for index in reversed(candidates):
-            if index < stored:
-                snapshot = self[index]
-                if any(wanted(m) for m in snapshot.members):
-                    return snapshot
+            snapshot = self[index]
+            if any(wanted(m) for m in snapshot.members):
+                return snapshot
         return None
 
     def since(self, version: int) -> list[Snapshot]:
@@ -229,6 +223,11 @@ class SnapshotLog(Sequence[Snapshot]):
 
     def __repr__(self) -> str:
         return f"SnapshotLog({len(self)} snapshots)"
+
+
+def _newest(*found: Snapshot | None) -> Snapshot | None:
+    """The one of the snapshots found with the highest version, if any was."""
+    return max((s for s in found if s is not None), key=lambda s: s.version, default=None)
 
 
 def _batch(snapshots: Sequence[Snapshot], previous_id: str | None) -> pa.RecordBatch:
