@@ -28,6 +28,11 @@ state                     what and who                                   bound
 The only other module-level values are the two hooks through which ``spark`` and
 ``maintenance`` plug into ``Table`` (``table/extensions.py``), set once when the package is
 imported. Nothing in this package changes another library's classes or functions.
+
+Nothing here runs at interpreter exit, and none is needed: every thread pool the package starts
+is joined before the call that started it returns, so no thread of ours is left when the
+interpreter shuts down. Arrow's own pool threads do live on; why they are never handed memory
+Python owns (an abort at exit otherwise) is told in :mod:`sleeper_spark.storage.arrow_buffers`.
 """
 
 from __future__ import annotations

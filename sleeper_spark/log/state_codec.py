@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from sleeper_spark.errors import CorruptLogError
 from sleeper_spark.models import FileRef, Snapshot, TableSchema
 from sleeper_spark.state import FileLayout, FileSet, SnapshotLog, TableState
+from sleeper_spark.storage.arrow_buffers import arrow_owned, arrow_reader
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def _read_ipc(buffer: pa.Buffer) -> pa.Table:
 
 
 def _decode_v2(data: bytes) -> TableState:
-    buffer = pa.py_buffer(data)
+    buffer = arrow_owned(data)
     start = len(MAGIC) + 8
     files_length = int.from_bytes(data[len(MAGIC): start], "little")
     files = _read_ipc(buffer.slice(start, files_length))
@@ -124,7 +125,7 @@ def _with(state: TableState, files: FileSet, history: SnapshotLog) -> TableState
 
 def _decode_v1(data: bytes, where: str) -> TableState:
     """Format 1: JSON items in Parquet rows. Parses every item, so it is slow for big tables."""
-    table = pq.read_table(pa.BufferReader(data))
+    table = pq.read_table(arrow_reader(data))
     header = json.loads(table.schema.metadata[_HEADER_KEY])
     if header["format_version"] != 1:
         raise ValueError(f"unknown state snapshot format {header['format_version']}")

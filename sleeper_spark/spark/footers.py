@@ -24,6 +24,7 @@ from sleeper_spark.datafiles.stats import StatsAccumulator, partition_value_to_s
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import ColumnStats, FileRef, TableSchema
 from sleeper_spark.models.stat_values import to_stat
+from sleeper_spark.storage.arrow_buffers import arrow_reader
 
 _FOOTER_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "float32", "float64", "string", "date",
                            "decimal", "timestamp"})
@@ -31,7 +32,7 @@ _FOOTER_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "float32",
 
 def file_ref(data: bytes, path: str, schema: TableSchema, partition_by: tuple[str, ...], table: str) -> FileRef:
     """The FileRef of the Parquet file ``data`` found at ``path`` (relative to the table root)."""
-    parquet = pq.ParquetFile(pa.BufferReader(data))
+    parquet = pq.ParquetFile(arrow_reader(data))
     metadata = parquet.metadata
     stats, missing = _footer_stats(metadata, schema)
     if missing:

@@ -24,6 +24,7 @@ from typing import BinaryIO, cast
 import pyarrow as pa
 
 from sleeper_spark.errors import PathExistsError
+from sleeper_spark.storage.arrow_buffers import arrow_reader
 
 SPOOL_IN_MEMORY_BYTES = 16 * 2**20  # a spooled new object spills to a temporary file beyond this
 
@@ -130,7 +131,7 @@ class ObjectStore(ABC):
 
     def open_input(self, key: str) -> pa.NativeFile:
         """A random-access file for Parquet readers."""
-        return pa.BufferReader(self.get(key))
+        return arrow_reader(self.get(key))
 
     def delete_many(self, keys: builtins.list[str]) -> None:
         for key in keys:

@@ -41,6 +41,7 @@ from sleeper_spark.errors import (
     StorageError,
     WriteOutcomeUnknownError,
 )
+from sleeper_spark.storage.arrow_buffers import arrow_reader
 from sleeper_spark.storage.aws import describe, error_code, failure_kind, http_status, make_client
 from sleeper_spark.storage.base import SPOOL_IN_MEMORY_BYTES, NewObject, ObjectInfo, ObjectStore, SpooledNewObject
 from sleeper_spark.storage.retry import StoreRetries
@@ -133,7 +134,7 @@ class S3ObjectStore(ObjectStore):
         yield from sorted(found, key=lambda info: info.key)
 
     def open_input(self, key: str) -> pa.NativeFile:
-        return pa.BufferReader(self.get(key))
+        return arrow_reader(self.get(key))
 
     def check_bucket(self) -> None:
         """:class:`ConfigError` unless the bucket exists and can be reached."""
