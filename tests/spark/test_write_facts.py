@@ -4,21 +4,24 @@ path, size and checksum; and the driver neither lists the write folder nor reads
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
-from sleeper_spark.models import FileRef
+from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.spark import native_write
 from sleeper_spark.spark.footers import file_ref as footer_file_ref
 from sleeper_spark.storage import ObjectStore
 from tests.fixtures.random_tables import random_table
+from tests.fixtures.spark import data_files
 from tests.spark.test_roundtrip import ALL_TYPES, all_types_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("entry")]
@@ -121,17 +124,56 @@ def test_the_driver_reads_and_lists_nothing_under_data(spark: SparkSession, cata
     assert table.verify(deep=True).ok
 
 
+def local_bytes_read(spark: SparkSession) -> int:
+    """What the session's JVM (the executors too: the tests run Spark locally) has read from the
+    local disk through Hadoop's file systems."""
+    statistics = spark.sparkContext._jvm.org.apache.hadoop.fs.FileSystem.getAllStatistics()  # type: ignore[union-attr]
+    return sum(s.getBytesRead() for s in statistics if s.getScheme() == "file")
+
+
+def test_tasks_take_size_and_sha256_from_the_bytes_they_write_and_read_nothing_back(spark: SparkSession,
+                                                                                     catalog: ss.Catalog) -> None:
+    # Given rows for many files of varied sizes: a partition value of one row, one of nulls only,
+    # and tasks without rows; and an empty DataFrame, for which Spark writes a file of no rows
+    many = spark.range(0, 3001, numPartitions=3).selectExpr(
+        "id", "CASE WHEN id = 3000 THEN 'one' WHEN id % 4 = 3 THEN NULL ELSE CAST(id % 4 AS STRING) END AS part",
+        "repeat('x', CAST(id % 97 AS INT)) AS text", "id / 7 AS ratio")
+    sparse = spark.range(0, 3, numPartitions=6).selectExpr("id", "CAST(id AS STRING) AS part")
+    empty = spark.range(0).selectExpr("id")
+
+    # When Spark's writer writes them
+    before = local_bytes_read(spark)
+    catalog.write(many, "many", partition_by=["part"])
+    catalog.write(sparse, "sparse", partition_by=["part"])
+    catalog.write(empty, "empty")
+
+    # Then no task read a file back
+    assert local_bytes_read(spark) == before
+    # And each file's size and checksum are those of the bytes stored
+    store = catalog.backend.store
+    files = {name: catalog.table(name).files() for name in ("many", "sparse", "empty")}
+    assert len(files["many"]) == 3 * 4 + 1 and len(files["sparse"]) == 3 and files["empty"] == []
+    assert {f.partition["part"] for f in files["many"]} == {"0", "1", "2", "one", None}
+    for name in ("many", "sparse"):
+        assert {f.path for f in files[name]} == data_files(catalog, name)
+        for file in files[name]:
+            data = store.get(f"{name}/{file.path}")
+            assert (file.size_bytes, file.checksum) == (len(data), f"sha256:{hashlib.sha256(data).hexdigest()}")
+
+
 def test_a_file_the_task_could_not_read_back_is_read_by_the_driver(spark: SparkSession, catalog: ss.Catalog,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # Given tasks whose read-back failed (as under a committer that publishes files at job commit)
-    original = native_write.parse_facts
+    original = native_write.facts_table
 
-    def without_read_back(lines: str, write_dir: str) -> list[Any]:
-        import dataclasses
+    def without_read_back(lines: str, write_dir: str, schema: TableSchema) -> pa.Table:
+        facts = original(lines, write_dir, schema)
+        for name in ("size", "sha256"):
+            index = facts.schema.get_field_index(name)
+            facts = facts.set_column(index, name, pa.nulls(facts.num_rows, facts.schema.field(name).type))
+        return facts
 
-        return [dataclasses.replace(f, size=None, sha256=None) for f in original(lines, write_dir)]
-
-    monkeypatch.setattr(native_write, "parse_facts", without_read_back)
+    monkeypatch.setattr(native_write, "facts_table", without_read_back)
 
     # When Spark's writer writes
     catalog.write(spark.range(0, 100, numPartitions=2).selectExpr("id"), "t")

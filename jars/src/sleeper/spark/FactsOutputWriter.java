@@ -19,13 +19,15 @@ import org.apache.spark.util.CollectionAccumulator;
 
 /**
  * Spark's Parquet writer for one file, describing the file as it goes: row count and per-column
- * statistics from the rows it writes, size and SHA-256 from the file's bytes, read back by this
- * task right after the file is closed. The facts reach the driver through an accumulator, whose
- * updates Spark applies once per successful task: a failed, retried or losing speculative
- * attempt adds nothing.
+ * statistics from the rows it writes, size and SHA-256 from the file's bytes as the writer emits
+ * them (see {@link FileDigest}). The facts reach the driver through an accumulator, whose updates
+ * Spark applies once per successful task: a failed, retried or losing speculative attempt adds
+ * nothing.
  *
- * <p>Where the bytes cannot be read back at close (a committer that publishes files only when
- * the job commits), size and checksum are left out and the driver reads that file instead.
+ * <p>Where the bytes could not be digested on their way (the file system could not be wrapped),
+ * the file is read back by this task right after it is closed; where it cannot be read back
+ * either (a committer that publishes files only when the job commits), size and checksum are
+ * left out and the driver reads that file instead.
  */
 final class FactsOutputWriter extends OutputWriter {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -37,11 +39,13 @@ final class FactsOutputWriter extends OutputWriter {
     private final CollectionAccumulator<String> facts;
     private final StructType schema;
     private final ColumnFacts[] columns;
+    private final FileDigest digest;
     private long rows;
 
     FactsOutputWriter(OutputWriter parquet, String path, Configuration conf, StructType schema,
-                      CollectionAccumulator<String> facts) {
+                      CollectionAccumulator<String> facts, FileDigest digest) {
         this.parquet = parquet;
+        this.digest = digest;
         this.path = path;
         this.conf = conf;
         this.schema = schema;
@@ -80,7 +84,12 @@ final class FactsOutputWriter extends OutputWriter {
         // The folder of a partition ("<hidden column>=<hash>"); a write without partitions has none.
         node.put("dir", parent != null && parent.getName().contains("=") ? parent.getName() : "");
         node.put("rows", rows);
-        readBack(file, node);
+        if (digest != null && digest.done()) {
+            node.put("size", digest.size());
+            node.put("sha256", digest.sha256());
+        } else {
+            readBack(file, node);
+        }
         ObjectNode stats = node.putObject("columns");
         StructField[] fields = schema.fields();
         for (int i = 0; i < columns.length; i++) {

@@ -41,7 +41,8 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Writing: given the option {@value #FACTS_OPTION} (the id of a driver's
  * {@code CollectionAccumulator<String>}), each file is written by a {@link FactsOutputWriter},
- * which describes it into that accumulator, so that the driver learns every committed file's
+ * which describes it into that accumulator (size and checksum taken from the bytes as Spark's
+ * writer emits them, see {@link FileDigest}), so that the driver learns every committed file's
  * facts without listing or reading anything. Without the option it writes as Spark does.
  *
  * <p>Reading: it hands parquet-mr only the pushed filters that parquet-mr evaluates correctly.
@@ -105,8 +106,10 @@ public final class SleeperParquetFormat extends ParquetFileFormat {
 
         @Override
         public OutputWriter newInstance(String path, StructType dataSchema, TaskAttemptContext context) {
-            return new FactsOutputWriter(parquet.newInstance(path, dataSchema, context), path,
-                    context.getConfiguration(), dataSchema, facts);
+            FileDigest digest = FileDigest.of(path, context);
+            OutputWriter writer = digest == null ? parquet.newInstance(path, dataSchema, context)
+                    : digest.open(parquet, path, dataSchema, context);
+            return new FactsOutputWriter(writer, path, context.getConfiguration(), dataSchema, facts, digest);
         }
     }
 
