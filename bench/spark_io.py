@@ -240,13 +240,14 @@ def _hand_over(report: Report, spark: Any, count: int) -> None:
 def _commit_after_job(report: Report, spark: Any, work: Path, count: int) -> None:
     """What the driver does between the end of a native write's Spark job and the committed
     version, for ``count`` files: take the executors' facts from the accumulator, make the
-    FileRefs and commit. The facts are synthetic (what FactsOutputWriter reports for files of
-    this bench's 22 columns), put into a real accumulator; no data file is needed or read."""
+    files table's rows and their JSON, commit, and remove the ``.crc`` files Hadoop leaves on
+    the local disk. The facts are synthetic (what FactsOutputWriter reports for files of this
+    bench's 22 columns), put into a real accumulator; no data file is needed or read."""
     import json
 
     from sleeper_spark.spark.jvm import native_entry
-    from sleeper_spark.spark.native_write import described_files
-    from sleeper_spark.spark.write_facts import parse_facts
+    from sleeper_spark.spark.native_write import commit_append, described_files
+    from sleeper_spark.state.file_columns import FileLayout
     from sleeper_spark.table.writes import new_write_id
 
     entry = native_entry(spark)
@@ -268,10 +269,12 @@ def _commit_after_job(report: Report, spark: Any, work: Path, count: int) -> Non
 
     started = time.perf_counter()
     write_id = new_write_id()
-    files = described_files(table, parse_facts(entry.takeFacts(accumulator), f"data/spark-{write_id}"),
-                            state.schema, state.partition_by, local=True)
-    table.commit_files(files, "append", {}, write_id)
+    files, cleanup = described_files(table, entry.takeFacts(accumulator), f"data/spark-{write_id}",
+                                     FileLayout(state.schema, state.partition_by), local=True)
+    commit_append(table, files, {}, write_id, None, None)
+    cleanup.result()
     elapsed = time.perf_counter() - started
     report.add(Row(f"from the end of a native write's Spark job to its committed version, {count:,} files",
                    f"{elapsed:.3f} s", "-", None, "<= 1 s", elapsed <= 1.0,
-                   "facts from the executors' accumulator to FileRefs, then one commit; no data file read"))
+                   "facts from the executors' accumulator to the state's Arrow columns and the log entry's "
+                   "JSON, no FileRef per file; one commit; no data file read"))

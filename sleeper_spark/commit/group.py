@@ -59,6 +59,7 @@ from sleeper_spark.errors import (
 )
 from sleeper_spark.log.pending import PendingAppends
 from sleeper_spark.models import AddFiles, Snapshot
+from sleeper_spark.models.columnar import ColumnarAddFiles
 from sleeper_spark.models.pending import PendingBatch
 from sleeper_spark.state import TableState, validate
 
@@ -129,6 +130,9 @@ class GroupCommit:
         """Commits the append ``txn``; the result holds the snapshot of the version that has it."""
         if txn.schema_ is not None:
             raise ValueError("an append that sets a schema commits alone (TableHead.commit)")
+        if isinstance(txn, ColumnarAddFiles):
+            # Its files live outside its ``files`` field, which a group's members carry: they would be lost.
+            raise ValueError("a columnar append commits alone (TableHead.commit); a group takes FileRef appends")
         waiter = _Waiter(txn)
         with self._changed:
             self._queue.append(waiter)

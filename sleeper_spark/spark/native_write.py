@@ -7,12 +7,15 @@ table column, as the Python writer's do, so each reader (Spark's, the Python sou
 
 The files describe themselves where they are written: the write goes through the jar's
 ``SleeperParquetFormat``, whose writer counts each file's rows and column statistics as the rows
-go by and reads the closed file back, in the same task, for its size and SHA-256
+go by and digests the file's bytes as Parquet's writer sends them out, for its size and SHA-256
 (:mod:`sleeper_spark.spark.write_facts`). The facts reach the driver through an accumulator,
 which Spark updates once per successful task, so a retried or speculative attempt adds nothing.
-The driver then commits through ``Table.commit_files`` like every other write: it lists no
-folder and reads no data file, except a file whose task could not read it back (a committer
-that publishes files only when the job commits), which it reads once for its size and checksum.
+The driver then commits them: it lists no folder and reads no data file, except a file whose
+task could not describe (a file system its digesting stream cannot wrap, and a committer that
+publishes files only when the job commits), which it reads once for its size and checksum. An append keeps the files as Arrow columns from the
+facts to the log entry, with no Python object per file (:class:`~sleeper_spark.models.columnar.
+ColumnarAddFiles`); an overwrite, a write that adds columns and a group commit's append go
+through ``Table.commit_files`` with FileRefs, like every other write.
 
 A job that fails commits nothing, and its directory is deleted (best effort). A driver killed
 mid-job leaves files that no version refers to: vacuum removes them after its retention.
@@ -21,22 +24,31 @@ mid-job leaves files that no version refers to: vacuum removes them after its re
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sleeper_spark.commit import CommitResult, utc_now
 from sleeper_spark.layout import spark_write_dir
-from sleeper_spark.models import FileRef, Snapshot, TableSchema
+from sleeper_spark.models import FileRef, Snapshot, TableSchema, Transaction
+from sleeper_spark.models.columnar import ColumnarAddFiles, NewFiles
 from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.process_state import SESSION_SETTINGS
 from sleeper_spark.spark.footers import file_ref as footer_file_ref
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import native_types
-from sleeper_spark.spark.write_facts import FileFacts, FileRefs, parse_facts
+from sleeper_spark.spark.write_facts import described_rows, facts_table
 from sleeper_spark.state import TableState
+from sleeper_spark.state.file_columns import FileLayout
+from sleeper_spark.state.file_json import files_json
 from sleeper_spark.storage import join_key
-from sleeper_spark.table.writes import new_write_id
+from sleeper_spark.table.writes import new_write_id, settle_staged
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
@@ -62,13 +74,50 @@ def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: 
     of the merged schema, which the files are written with and the commit sets.
     """
     schema = merged_schema(state.schema, merge, table.name) if merge is not None else state.schema
-    staged = stage_native(table, df, schema, state.partition_by)
+    layout = FileLayout(schema, state.partition_by)
+    staged = _stage(table, df, layout)
     if staged is None:
         return None
-    files, write_id = staged
-    result = table.commit_files(files, mode, dict(metadata), write_id, app_id, app_version, merge=merge)
+    files, write_id, cleanup = staged
+    try:
+        if mode == "append" and merge is None and table.group_commit is None:
+            result = commit_append(table, files, dict(metadata), write_id, app_id, app_version)
+        else:
+            # An overwrite, a schema change and a group commit's members carry FileRefs.
+            result = table.commit_files(layout.file_refs(files.columns), mode, dict(metadata), write_id, app_id,
+                                        app_version, merge=merge)
+    finally:
+        cleanup.result()
     log.info("table %s: Spark wrote %d file(s) for version %d", table.name, len(files), result.snapshot.version)
     return result.snapshot
+
+
+def commit_append(table: Table, files: NewFiles, metadata: dict[str, str], write_id: str, app_id: str | None,
+                  app_version: int | None) -> CommitResult:
+    """Commits ``files`` as an append whose files stay columns up to the log (see ``models/columnar.py``),
+    as ``Table.commit_files`` does for FileRefs."""
+    snapshot_id = uuid.uuid4().hex
+    low, high = _event_times(files.columns, table.head.known_state())
+
+    def build(state: TableState) -> Transaction:
+        return ColumnarAddFiles.of(files, snapshot_id=snapshot_id, committed_at=utc_now(), operation="append",
+                                   metadata=metadata, write_id=write_id, app_id=app_id, app_version=app_version,
+                                   min_event_time=low, max_event_time=high)
+
+    return settle_staged(table.store, table.root, files.paths, lambda: table.head.commit(build))
+
+
+def _event_times(rows: pa.RecordBatch, state: TableState) -> tuple[datetime | None, datetime | None]:
+    """The event-time column's bounds over ``rows``, as ``build_write`` takes them from FileRefs."""
+    column = state.event_time_column
+    if column is None or column not in state.schema.names or state.schema.field(column).type.name != "timestamp":
+        return None, None
+    bounds = []
+    for side, pick in (("min", pc.min), ("max", pc.max)):
+        values = rows.column(f"{side}.{column}")
+        bound = pick(pc.cast(values, pa.timestamp("us", values.type.tz), safe=False)).as_py()
+        bounds.append(bound.astimezone(timezone.utc) if bound is not None and bound.tzinfo is not None else bound)
+    return bounds[0], bounds[1]
 
 
 def stage_native(table: Table, df: Any, schema: TableSchema, partition_by: tuple[str, ...]
@@ -76,6 +125,19 @@ def stage_native(table: Table, df: Any, schema: TableSchema, partition_by: tuple
     """Spark's own writer writes ``df``'s ``schema`` columns as files of ``table``, which no version
     holds yet; returns them and the write id, or None when this session cannot take the native path.
     A failed job leaves nothing (its directory is removed)."""
+    layout = FileLayout(schema, partition_by)
+    staged = _stage(table, df, layout)
+    if staged is None:
+        return None
+    files, write_id, cleanup = staged
+    cleanup.result()
+    return layout.file_refs(files.columns), write_id
+
+
+def _stage(table: Table, df: Any, layout: FileLayout) -> tuple[NewFiles, str, Future[None]] | None:
+    """As :func:`stage_native`, the files as columns; and the removal of what Spark left beside
+    them (see :func:`described_files`), still running."""
+    schema, partition_by = layout.schema, layout.partition_by
     spark = df.sparkSession
     entry = native_entry(spark)
     if entry is None or not native_types(schema):
@@ -86,15 +148,15 @@ def stage_native(table: Table, df: Any, schema: TableSchema, partition_by: tuple
     write_id = new_write_id()
     write_dir = spark_write_dir(write_id)
     target = f"{root.rstrip('/')}/{write_dir}"
-    facts = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")
+    accumulator = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")
     try:
-        _run_job(spark, df, schema, partition_by, target, str(facts.id()))
-        files = described_files(table, parse_facts(entry.takeFacts(facts), write_dir), schema, partition_by,
-                                local=target.startswith("file:"))
+        _run_job(spark, df, schema, partition_by, target, str(accumulator.id()))
+        files, cleanup = described_files(table, entry.takeFacts(accumulator), write_dir, layout,
+                                         local=target.startswith("file:"))
     except BaseException:
         _remove(table, write_dir)
         raise
-    return files, write_id
+    return files, write_id, cleanup
 
 
 def _run_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
@@ -147,34 +209,58 @@ def _micros_timestamps(spark: Any, needed: bool) -> Iterator[None]:
                 spark.conf.set(_TIMESTAMP_CONF, setting.before)
 
 
-def described_files(table: Table, facts: Iterable[FileFacts], schema: TableSchema, partition_by: tuple[str, ...],
-                    local: bool) -> list[FileRef]:
-    """FileRefs of the files a write's tasks described; empty files are removed.
+def described_files(table: Table, lines: str, write_dir: str, layout: FileLayout, local: bool
+                    ) -> tuple[NewFiles, Future[None]]:
+    """The files a write's tasks described in ``lines`` (see :func:`facts_table`), sorted by path;
+    and the removal of the files Spark left beside them, running meanwhile (a thread of its own,
+    so that the driver's work and the commit overlap it): empty files, and on the local disk
+    the ``.<name>.crc`` Hadoop leaves beside each file.
 
-    A file its task could not read back is read here, once, for its size, checksum and footer.
-    On the local disk, Hadoop leaves a ``.<name>.crc`` beside each file: removed by name.
+    A file its task could not describe is read here, once, for its size, checksum and footer.
     """
-    described = FileRefs(schema, partition_by, table.name)
-    files: list[FileRef] = []
-    unread: list[FileFacts] = []
-    removed: list[str] = []
-    for fact in facts:
-        if fact.rows == 0:
-            removed.append(join_key(table.root, fact.path))  # Spark writes an empty file for an empty input
-        elif fact.described:
-            files.append(described.of(fact))
-        else:
-            unread.append(fact)
-        if local:
-            removed.append(join_key(table.root, _crc_name(fact.path)))
+    facts = facts_table(lines, write_dir, layout.schema)
+    empty = pc.equal(facts.column("rows"), 0)
+    removed = [join_key(table.root, path) for path in facts.filter(empty).column("path").to_pylist()]
+    if local:
+        removed += [join_key(table.root, _crc_name(path)) for path in facts.column("path").to_pylist()]
+    cleanup = _deleting(table, removed)
+    try:
+        return _described(table, facts.filter(pc.invert(empty)), layout), cleanup
+    except BaseException:
+        cleanup.result()
+        raise
 
-    def read(fact: FileFacts) -> FileRef:
-        data = table.store.get(join_key(table.root, fact.path))
-        return footer_file_ref(data, fact.path, schema, partition_by, table.name)
 
-    files += _parallel(read, unread)
-    _delete(table, removed)
-    return sorted(files, key=lambda f: f.path)
+def _described(table: Table, facts: pa.Table, layout: FileLayout) -> NewFiles:
+    described = pc.and_(pc.is_valid(facts.column("size")), pc.is_valid(facts.column("sha256")))
+    unread = facts.filter(pc.invert(described)).column("path").to_pylist()
+
+    def read(path: str) -> FileRef:
+        data = table.store.get(join_key(table.root, path))
+        return footer_file_ref(data, path, layout.schema, layout.partition_by, table.name)
+
+    rows, finer = described_rows(facts.filter(described), layout, table.name)
+    if unread:
+        read_back = layout.batch(_parallel(read, unread), [None] * len(unread))
+        rows = pa.concat_batches([rows, read_back])
+        finer = {name: pa.concat_arrays([bounds, pc.cast(read_back.column(name), bounds.type)])
+                 for name, bounds in finer.items()}
+    order = pc.sort_indices(rows.column("path"))
+    rows = rows.take(order)
+    return NewFiles(rows, files_json(layout, rows, {name: bounds.take(order) for name, bounds in finer.items()}))
+
+
+def _deleting(table: Table, keys: list[str]) -> Future[None]:
+    """``keys`` being deleted (best effort) by a thread of its own."""
+    if not keys:
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleeper-cleanup")
+    try:
+        return pool.submit(_delete, table, keys)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _crc_name(path: str) -> str:

@@ -99,6 +99,15 @@ class FileLayout:
         arrays = [value if isinstance(value := columns[f.name], pa.Array) else pa.array(value, f.type) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
+    def conformed(self, rows: pa.RecordBatch) -> pa.RecordBatch:
+        """``rows`` of a files table in this layout: a column it lacks is null (unknown), one this
+        layout lacks goes, one of another type is cast (a widened column)."""
+        if rows.schema.equals(self.arrow):
+            return rows
+        arrays = [rows.column(f.name).cast(f.type) if f.name in rows.schema.names else pa.nulls(rows.num_rows, f.type)
+                  for f in self.arrow]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow)
+
     def file_refs(self, rows: pa.Table | pa.RecordBatch) -> list[FileRef]:
         """Rows back as FileRefs (pydantic's validator from plain dicts: quicker than model_construct)."""
         if rows.num_rows == 0:

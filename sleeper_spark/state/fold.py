@@ -12,6 +12,8 @@ from dataclasses import replace
 from datetime import datetime
 from functools import singledispatch
 
+import pyarrow.compute as pc
+
 from sleeper_spark.errors import CommitConflictError, CorruptLogError
 from sleeper_spark.models import (
     AddFiles,
@@ -26,6 +28,7 @@ from sleeper_spark.models import (
     Transaction,
     TransactionBase,
 )
+from sleeper_spark.models.columnar import ColumnarAddFiles
 from sleeper_spark.models.schema_evolution import check_evolution, dropped_columns, with_dropped
 from sleeper_spark.state.collections import FileSet
 from sleeper_spark.state.table_state import ReadOnlyDict, TableState
@@ -107,6 +110,23 @@ def _(txn: AddFiles, state: TableState) -> TableState:
     return _record(txn, state, files=state.files.added(txn.files, version),
                    rows_added=sum(f.row_count for f in txn.files), files_added=len(txn.files),
                    bytes_added=sum(f.size_bytes for f in txn.files))
+
+
+@validate.register
+def _(txn: ColumnarAddFiles, state: TableState) -> None:
+    _check_schema(txn.schema_, state)
+    _refuse_present(txn.new_files.paths, state)
+
+
+@apply.register
+def _(txn: ColumnarAddFiles, state: TableState) -> TableState:
+    """As an AddFiles, its files taken as rows (see ``models/columnar.py``)."""
+    version = state.version + 1
+    state = _evolved(state, txn.schema_)
+    rows = txn.new_files.columns
+    return _record(txn, state, files=state.files.added_rows(rows, version),
+                   rows_added=pc.sum(rows.column("row_count")).as_py() or 0, files_added=rows.num_rows,
+                   bytes_added=pc.sum(rows.column("size_bytes")).as_py() or 0)
 
 
 # -- append_group --------------------------------------------------------------------------

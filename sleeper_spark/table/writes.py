@@ -87,9 +87,10 @@ def commit_staged(head: TableHead, store: ObjectStore, table_root: str, files: S
     return settle_staged(store, table_root, files, lambda: head.commit(build))
 
 
-def settle_staged(store: ObjectStore, table_root: str, files: Sequence[FileRef],
+def settle_staged(store: ObjectStore, table_root: str, files: Sequence[FileRef] | Sequence[str],
                   commit: Callable[[], CommitResult]) -> CommitResult:
-    """Runs ``commit``; deletes the staged files when it certainly failed or repeated an earlier write."""
+    """Runs ``commit``; deletes the staged files (FileRefs or paths) when it certainly failed or
+    repeated an earlier write."""
     try:
         result = commit()
     except (CommitConflictError, CommitFailedError, SchemaMismatchError):
@@ -100,9 +101,9 @@ def settle_staged(store: ObjectStore, table_root: str, files: Sequence[FileRef],
     return result
 
 
-def delete_staged(store: ObjectStore, table_root: str, files: Sequence[FileRef]) -> None:
+def delete_staged(store: ObjectStore, table_root: str, files: Sequence[FileRef] | Sequence[str]) -> None:
     try:
-        store.delete_many([join_key(table_root, f.path) for f in files])
+        store.delete_many([join_key(table_root, f if isinstance(f, str) else f.path) for f in files])
     except Exception as error:
         log.warning("could not delete %d staged file(s): %s; vacuum will remove them", len(files), error)
 
