@@ -73,7 +73,7 @@ class SparkDataFrames:
         return helper.read(table, spark, version, timestamp)
 
     def merge(self, table: Table, source: Any, condition: str) -> Any:
-        from sleeper_spark.spark.row_changes import MergeBuilder
+        from sleeper_spark.spark.merge_builder import MergeBuilder
 
         if not self.is_dataframe(source):
             raise ConfigError(f"merge takes a Spark DataFrame as its source, not a {type(source).__name__}")

@@ -164,8 +164,8 @@ def _scalar(value: Any, type_: pa.DataType) -> pa.Scalar | None:
         scalar = pa.scalar(value, type_)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
-    if pa.types.is_decimal(type_) and scalar.as_py() != value:
-        return None  # rounded to the column's scale: not the same literal
+    if scalar.as_py() != value:
+        return None  # rounded or cut to the column's type (a decimal's scale, a timestamp's unit): another literal
     return scalar
 
 

@@ -121,6 +121,28 @@ class FileSet:
                 found.update(stored.filter(marks).column("path").to_pylist())
         return [p for p in paths if p in found]
 
+    def added_since(self, version: int) -> pa.Table:
+        """The rows of the files added after ``version`` (every column, as :meth:`table`).
+
+        Files are kept in commit order, so these are the newest rows: the walk goes back from
+        the tail and stops at the first file no newer than ``version``, which costs the files
+        added since, not the table. A file whose adding version is unknown (null: from a
+        format-1 state snapshot) counts as older than every version that records one.
+        """
+        newer = [(f, v) for f, v in self._tail if _after(v, version)]
+        found = [self.layout.batch([f for f, _ in newer], [v for _, v in newer])] if newer else []
+        if len(newer) < len(self._tail):
+            return pa.Table.from_batches(found, schema=self.layout.arrow)  # the runs are older still
+        at = pa.scalar(version, pa.int64())
+        for batch in reversed(self._runs.batches):
+            versions = batch.column("added_version")
+            if not _after(versions[batch.num_rows - 1].as_py(), version):
+                break
+            found.insert(0, batch.filter(pc.fill_null(pc.greater(versions, at), False)))
+            if not _after(versions[0].as_py(), version):
+                break
+        return pa.Table.from_batches(found, schema=self.layout.arrow)
+
     def _marks(self, batch: pa.RecordBatch | pa.Table, paths: Sequence[str]) -> pa.Array:
         """True where the row's path is one of ``paths``: hashes first, then the strings that match."""
         hashes = batch.column(PATH_HASH)
@@ -145,6 +167,20 @@ class FileSet:
             return FileSet(self.layout, self._runs, tail)
         batch = self.layout.batch([f for f, _ in tail], [v for _, v in tail])
         return FileSet(self.layout, self._runs.append(batch))
+
+    def added_rows(self, rows: pa.RecordBatch, added_version: int) -> FileSet:
+        """With files given as rows of a files table (``added_version`` is filled in); columns of
+        another layout (a schema that changed since the rows were made) are matched by name."""
+        if rows.num_rows == 0:
+            return self
+        rows = self.layout.conformed(rows).set_column(
+            self.layout.arrow.get_field_index("added_version"), "added_version",
+            pa.array([added_version] * rows.num_rows, pa.int64()))
+        runs = self._runs
+        tail = self._arrow_tail()
+        if tail is not None:
+            runs = runs.append(tail)
+        return FileSet(self.layout, runs.append(rows))
 
     def removed(self, paths: Sequence[str]) -> tuple[FileSet, int]:
         """Without ``paths`` (every one must be live), and the row count they held."""
@@ -187,3 +223,7 @@ class FileSet:
 
     def __repr__(self) -> str:
         return f"FileSet({len(self)} files)"
+
+
+def _after(added: int | None, version: int) -> bool:
+    return added is not None and added > version

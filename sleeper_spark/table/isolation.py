@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.datafiles.pruning import keep_mask
@@ -38,18 +37,21 @@ class ReadSet:
 
 
 def check_unchanged(read: ReadSet, state: TableState, operation: str) -> None:
-    """Raises :class:`CommitConflictError` if ``state`` changed what ``read`` read (see the module doc)."""
+    """Raises :class:`CommitConflictError` if ``state`` changed what ``read`` read (see the module doc).
+
+    Only what changed since the version read is looked at: the history entries after it say
+    whether any file was removed (if none was, every file read still stands) and how many were
+    added, and those files are the newest rows of the files table.
+    """
     if state.version == read.version:
         return
-    present = state.files.present(list(read.paths))
-    if len(present) != len(read.paths):
-        missing = sorted(read.paths.difference(present))
-        raise CommitConflictError(
-            f"table {state.name!r}: {len(missing)} file(s) this {operation} read were removed or rewritten by a "
-            f"concurrent commit (first: {missing[0]}); nothing was committed. Run it again on the current version"
-        )
-    files = state.files.table()
-    newer = files.filter(pc.greater(files.column("added_version"), pa.scalar(read.version, pa.int64())))
+    changes = state.history.since(read.version)
+    complete = len(changes) == state.version - read.version  # else the history was cut: check it all
+    if not complete or any(change.files_removed for change in changes):
+        _check_present(read, state, operation)
+    if complete and not any(change.files_added for change in changes):
+        return
+    newer = state.files.added_since(read.version)
     if newer.num_rows == 0:
         return
     may_hold = keep_mask(newer, state.schema, state.partition_by, read.rows)
@@ -58,4 +60,14 @@ def check_unchanged(read: ReadSet, state: TableState, operation: str) -> None:
         raise CommitConflictError(
             f"table {state.name!r}: a concurrent commit added file(s) with rows this {operation} read or would have "
             f"read (first: {first}); nothing was committed. Run it again on the current version"
+        )
+
+
+def _check_present(read: ReadSet, state: TableState, operation: str) -> None:
+    present = state.files.present(list(read.paths))
+    if len(present) != len(read.paths):
+        missing = sorted(read.paths.difference(present))
+        raise CommitConflictError(
+            f"table {state.name!r}: {len(missing)} file(s) this {operation} read were removed or rewritten by a "
+            f"concurrent commit (first: {missing[0]}); nothing was committed. Run it again on the current version"
         )
