@@ -11,7 +11,8 @@ import pytest
 
 from tests.fixtures.summary import SUMMARY_KEY
 
-pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.catalogs"]
+# process_groups: no server, cluster or job a test starts outlives the run (see its docstring).
+pytest_plugins = ["tests.fixtures.process_groups", "tests.fixtures.servers", "tests.fixtures.catalogs"]
 
 # What tests measured (tests/fixtures/summary.py), in the order they ended.
 _SUMMARY: list[str] = []

@@ -10,7 +10,7 @@ bash scripts/install-test-servers.sh
 bash scripts/build-jar.sh --check      # the committed jar is exactly what jars/src builds to
 .venv/bin/ruff check sleeper_spark tests bench examples
 .venv/bin/mypy sleeper_spark
-bash scripts/test-floors.sh            # the core unit tests on the lowest declared pyarrow, pydantic, tenacity, boto3
+bash scripts/test-floors.sh            # the core unit tests and tests/cli on the lowest declared pyarrow, pydantic, tenacity, boto3, typer, rich
 # Two worker processes: much of the suite waits on servers, subprocesses and Spark, and the
 # other worker runs meanwhile. Each worker starts the servers and the SparkSession it needs.
 exec .venv/bin/python -m pytest -n 2 "$@"

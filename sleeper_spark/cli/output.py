@@ -109,19 +109,23 @@ class ProgressBars:
     """
 
     def __init__(self, enabled: bool) -> None:
+        self._drawn = enabled and stderr.is_terminal
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=stderr, transient=True, disable=not (enabled and stderr.is_terminal),
+            console=stderr, transient=True, disable=not self._drawn,
         )
         self._tasks: dict[str, TaskID] = {}
 
+    # Never started unless drawn: before rich 15, stopping even a disabled display wrote a newline.
     def __enter__(self) -> ProgressBars:
-        self._progress.start()
+        if self._drawn:
+            self._progress.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        self._progress.stop()
+        if self._drawn:
+            self._progress.stop()
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         task = self._tasks.get(phase)

@@ -5,14 +5,9 @@ Single store and log calls retry on their own, under the one store policy (``sto
 
 from sleeper_spark.commit.entries import LogEntry
 from sleeper_spark.commit.group import GroupCommit
-from sleeper_spark.commit.head import (
-    TRUNCATION_MIN_AGE_S,
-    BuildTransaction,
-    CommitResult,
-    TableHead,
-    utc_now,
-)
+from sleeper_spark.commit.head import BuildTransaction, CommitResult, TableHead, utc_now
 from sleeper_spark.commit.proposals import pending_paths
+from sleeper_spark.commit.reading import TRUNCATION_MIN_AGE_S
 from sleeper_spark.commit.repeats import idempotent_repeat
 from sleeper_spark.commit.retry import RetryCommit
 

@@ -4,7 +4,8 @@ The long run is one command (docs/reliability.md)::
 
     SLEEPER_LONG_RUN=1 SLEEPER_KILL_TRIALS=120 SLEEPER_FAULT_WRITES=5000 SLEEPER_TORTURE_SECONDS=600 \\
         .venv/bin/python -m pytest tests/reliability \\
-        tests/storage/test_put_and_verify_interleavings.py tests/streaming/test_sink_crash.py -s
+        tests/storage/test_put_and_verify_interleavings.py tests/streaming/test_sink_crash.py \\
+        tests/test_clean_exit.py -s
 
 (600 kill trials, 120 per catalog kind; about 45 minutes on 2 cores.)
 
@@ -19,6 +20,8 @@ SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                 
 SLEEPER_TORTURE_WORKERS    how many torture processes                                   8
 SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/storage)    unset
                            and the sink kill test on AWS (tests/streaming)
+                           and 300 runs of each exit script (tests/test_clean_exit.py)
+                           and more differential tables and cluster rows (tests/spark)
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by

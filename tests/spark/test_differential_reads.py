@@ -14,7 +14,7 @@ data source (``format("sleeper")`` in a session switched off the jar) and by the
 
 ``verify(deep=True)`` must find every file's statistics true to its rows.
 
-The suite runs a few tables; ``SLEEPER_DIFFERENTIAL_TABLES=N`` runs N (and
+The suite runs two tables (four with ``SLEEPER_LONG_RUN=1``); ``SLEEPER_DIFFERENTIAL_TABLES=N`` runs N (and
 ``SLEEPER_DIFFERENTIAL_SEED=S`` starts at seed S). A failure names the seed, the path and the
 filter: the same seed replays it exactly.
 """
@@ -36,10 +36,12 @@ from pyspark.sql import functions as F
 import sleeper_spark as ss
 from sleeper_spark.spark.jvm import NATIVE_CONF
 from tests.fixtures.random_tables import Filter, RandomTable, random_filter, random_table
+from tests.reliability.budget import LONG_RUN
 
 pytestmark = pytest.mark.spark
 
-TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_TABLES", "4"))
+# Each table costs about a minute on 2 cores: two by default, four in a long run (SLEEPER_LONG_RUN=1).
+TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_TABLES", "4" if LONG_RUN else "2"))
 FIRST_SEED = int(os.environ.get("SLEEPER_DIFFERENTIAL_SEED", "1"))
 ROWS = 900
 FILTERS_PER_TABLE = 14

@@ -4,8 +4,10 @@ server (a Connect client has no JVM to connect the native path to), and give the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,8 +17,9 @@ import pyspark
 import pytest
 
 import sleeper_spark as ss
+from tests.fixtures import process_groups
+from tests.fixtures.servers import free_port
 from tests.fixtures.spark import quiet_log4j2
-from tests.spark.test_standalone_cluster import free_port, wait_for_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -26,29 +29,53 @@ SPARK_HOME = Path(pyspark.__file__).parent
 HERE = Path(__file__).parent
 
 
+def _connect_server_pid(pid_dir: Path) -> int | None:
+    """The server's JVM, from the pid file start-connect-server.sh writes when it daemonizes it."""
+    files = list(pid_dir.glob("spark-*-SparkConnectServer-1.pid"))
+    return int(files[0].read_text().strip()) if files else None
+
+
+def _stop_connect_server(script: subprocess.Popen[bytes], environment: dict[str, str], pid_dir: Path) -> None:
+    """stop-connect-server.sh first, the way the server is meant to be stopped; then the process group
+    the start script led (the daemonized JVM stays in it), and the pid file's process, whatever is left."""
+    pid = _connect_server_pid(pid_dir)
+    subprocess.run([str(SPARK_HOME / "sbin" / "stop-connect-server.sh")], env=environment, timeout=60,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    process_groups.stop(script, timeout_s=30)
+    if pid is not None and "SparkConnectServer" in _command_line(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 @pytest.fixture
 def connect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """A Connect server (local[2], the jar on its classpath) on 127.0.0.1; yields its URL and the environment."""
     log4j = quiet_log4j2(tmp_path)
     port = free_port()
-    environment = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_NO_DAEMONIZE": "1",
-                   "SPARK_LOG_DIR": str(tmp_path / "logs"), "SPARK_PID_DIR": str(tmp_path / "pids"),
-                   "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+    pid_dir = tmp_path / "pids"
+    environment = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(tmp_path / "logs"),
+                   "SPARK_PID_DIR": str(pid_dir), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
                    "JDK_JAVA_OPTIONS": f"-Dlog4j2.configurationFile=file:{log4j}"}
-    server = subprocess.Popen(
+    environment.pop("SPARK_NO_DAEMONIZE", None)
+    # The script daemonizes the server (nohup, a pid file) and exits; the JVM stays in the group it led.
+    script = process_groups.start(
         [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]", "--jars", ss.jar_path(),
          "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
          "--conf", "spark.ui.enabled=false"],
         env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_port(port, server, seconds=120)
+        process_groups.wait_for_port(port, lambda: process_groups.group_running(script), "the Connect server",
+                                     seconds=120)
         yield f"sc://127.0.0.1:{port}", environment
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        _stop_connect_server(script, environment, pid_dir)
 
 
 def test_a_connect_client_reads_and_writes_through_the_python_source(

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import sleeper_spark as ss
+from tests.fixtures import process_groups
 from tests.fixtures.spark import data_files, referenced_files, spark_environment
 from tests.invariants import check_log_invariants
 from tests.reliability.budget import LONG_RUN
@@ -41,8 +42,8 @@ class SinkJob:
             marker.unlink()
         args = [sys.executable, str(JOB), json.dumps(catalog.options()), str(tmp_path / "in"),
                 str(tmp_path / "checkpoint"), str(self.hooks), pause]
-        self.process = subprocess.Popen(args, env=spark_environment(tmp_path), stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.process = process_groups.start(args, env=spark_environment(tmp_path), stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True)
 
     def wait_for_marker(self, name: str, timeout_s: float = 180) -> str:
         marker = self.hooks / name
