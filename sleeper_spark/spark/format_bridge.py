@@ -81,6 +81,16 @@ class FormatBridge:
 
         return _answer(run)
 
+    def catalog(self, jsession: Any, request: str, session_conf: str) -> str:
+        from sleeper_spark.spark.sql_catalog import answer
+
+        def run() -> dict[str, Any]:
+            given = json.loads(request)
+            given["options"] = _options(json.dumps(given.get("options", {})), session_conf)
+            return answer(given)
+
+        return _answer(run)
+
     def _session(self, jsession: Any) -> Any:
         # As PySpark's foreachBatch does: a Python session over the JVM session that called, on
         # the context active now (the bridge outlives a stopped context: the JVM keeps it).

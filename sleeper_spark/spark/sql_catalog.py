@@ -1,0 +1,145 @@
+"""The Python side of the SQL catalog (the jar's ``sleeper.spark.catalog.SleeperCatalog``).
+
+Spark's catalog API runs in the JVM; the tables, their log and the catalog's registry stay here.
+The JVM sends one JSON request a call through the bridge ``format("sleeper")`` uses
+(:mod:`sleeper_spark.spark.format_bridge`), with the catalog's options (those of
+:meth:`Catalog.options`) under ``"options"``, and gets one JSON object back:
+
+- ``load`` ``{table, version?, timestampMicros?}``: the table's Spark schema, partition columns,
+  properties and current (or selected) version; ``{"missing": <why>}`` for a table that does not exist.
+- ``list`` ``{namespace}``: the tables directly in a namespace.
+- ``namespaces`` ``{namespace}``: whether it exists and its child namespaces.
+- ``create`` ``{table, schema, partitionColumns, properties}``: the new table, as ``load``
+  answers, or ``{"exists": true}``.
+- ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
+
+Names: a namespace is a prefix of a table's name, so Spark's ``lake.sales.orders`` is the
+table ``sales.orders`` (see :func:`namespace_of`). A namespace exists while a table's name has
+it as a prefix; ``CREATE NAMESPACE`` alone makes nothing visible, since sleeper catalogs keep no
+namespace records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql.types import StructType
+
+from sleeper_spark.errors import ConfigError, SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError
+from sleeper_spark.spark.options import open_catalog
+from sleeper_spark.spark.reader import spark_schema
+from sleeper_spark.table import Catalog, Table
+
+PROVIDER = "sleeper"
+
+
+def answer(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer to one request of the JVM catalog (see the module's docstring)."""
+    operation = _OPERATIONS.get(str(request.get("op")))
+    if operation is None:
+        raise ConfigError(f"the SQL catalog asked for {request.get('op')!r}, which this version of sleeper_spark "
+                          "does not know: the jar and the Python package must be the same version")
+    return operation(open_catalog(request["options"]), request)
+
+
+def namespace_of(table: str) -> tuple[str, ...]:
+    """The Spark namespace of a table name: every part but the last (``a.b.t`` is in ``a.b``)."""
+    return tuple(table.split(".")[:-1])
+
+
+def _load(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        table = catalog.table(request["table"])
+    except TableNotFoundError as missing:
+        return {"missing": str(missing)}
+    version = _version(table, request)
+    return _described(table, version, pinned=version is not None)
+
+
+def _version(table: Table, request: Mapping[str, Any]) -> int | None:
+    """The version ``VERSION AS OF`` or ``TIMESTAMP AS OF`` selects, or None for the current one."""
+    if request.get("version") is not None:
+        text = str(request["version"])
+        if not text.isdigit():
+            raise SnapshotNotFoundError(f"table {table.name!r} has versions numbered 2, 3, ...; "
+                                        f"VERSION AS OF {text!r} is not one")
+        version = int(text)
+        table.snapshot(version)  # SnapshotNotFoundError names the versions there are
+        return version
+    if request.get("timestampMicros") is not None:
+        at = datetime.fromtimestamp(int(request["timestampMicros"]) / 1_000_000, tz=timezone.utc)
+        return table.resolve_version(timestamp=at)
+    return None
+
+
+def _described(table: Table, version: int | None, pinned: bool) -> dict[str, Any]:
+    state = table.state(version)
+    properties = {**state.properties, "provider": PROVIDER, "location": table.location,
+                  "current-version": str(state.version)}
+    return {"schema": spark_schema(state.schema, guarded=False).json(), "partitionColumns": list(state.partition_by),
+            "properties": properties, "version": state.version, "pinned": pinned}
+
+
+def _list(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+    namespace = tuple(request["namespace"])
+    names = catalog.tables()
+    tables = [name for name in names if namespace_of(name) == namespace]
+    exists = not namespace or any(namespace_of(name)[:len(namespace)] == namespace for name in names)
+    return {"tables": tables, "exists": exists}
+
+
+def _namespaces(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+    namespace = tuple(request["namespace"])
+    below = [namespace_of(name) for name in catalog.tables()]
+    below = [parts for parts in below if parts[:len(namespace)] == namespace]
+    children = sorted({parts[len(namespace)] for parts in below if len(parts) > len(namespace)})
+    return {"exists": bool(below) or not namespace, "children": children}
+
+
+def _create(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+    schema = StructType.fromJson(json.loads(request["schema"]))
+    properties = {str(k): str(v) for k, v in request.get("properties", {}).items()}
+    # Spark passes what the statement said (provider, comment, location, options) among the properties.
+    if properties.pop("provider", PROVIDER).lower() != PROVIDER:
+        raise ConfigError(f"a sleeper catalog's tables are sleeper tables: CREATE TABLE ... USING {PROVIDER} "
+                          "(or leave USING out)")
+    if "location" in properties:
+        raise ConfigError("a sleeper table lives under its name in the catalog's warehouse: leave LOCATION out")
+    try:
+        table = catalog.create_table(request["table"], schema, partition_by=tuple(request["partitionColumns"]),
+                                     properties=properties)
+    except TableAlreadyExistsError:
+        return {"exists": True}
+    return _described(table, None, pinned=False)
+
+
+def _drop(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        catalog.drop_table(request["table"], purge=bool(request.get("purge")))
+    except TableNotFoundError:
+        return {"dropped": False}
+    return {"dropped": True}
+
+
+def _create_namespace(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+    return {}  # namespaces are name prefixes: the first table created in one makes it visible
+
+
+def _drop_namespace(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+    namespace = tuple(request["namespace"])
+    inside = [name for name in catalog.tables() if namespace_of(name)[:len(namespace)] == namespace]
+    if inside and not request.get("cascade"):
+        return {"nonEmpty": True}
+    for name in inside:
+        catalog.drop_table(name)
+    return {"dropped": bool(inside)}
+
+
+_OPERATIONS: dict[str, Callable[[Catalog, Mapping[str, Any]], dict[str, Any]]] = {
+    "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "drop": _drop,
+    "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
+}
+
