@@ -6,7 +6,9 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
 :meth:`Catalog.options`) under ``"options"``, and gets one JSON object back:
 
 - ``load`` ``{table, version?, timestampMicros?}``: the table's Spark schema, partition columns,
-  properties and current (or selected) version; ``{"missing": <why>}`` for a table that does not exist.
+  properties, current (or selected) version, and whether Spark's own Parquet reader and writer can
+  reach it (``native``; else the JVM reads through the Python data source and writes fall back to
+  it too); ``{"missing": <why>}`` for a table that does not exist.
 - ``list`` ``{namespace}``: the tables directly in a namespace.
 - ``namespaces`` ``{namespace}``: whether it exists and its child namespaces.
 - ``create`` ``{table, schema, partitionColumns, properties}``: the new table, as ``load``
@@ -23,12 +25,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql.types import StructType
 
 from sleeper_spark.errors import ConfigError, SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError
+from sleeper_spark.spark.jvm import native_entry
+from sleeper_spark.spark.native_read import native_root
 from sleeper_spark.spark.options import open_catalog
 from sleeper_spark.spark.reader import spark_schema
 from sleeper_spark.table import Catalog, Table
@@ -36,13 +41,20 @@ from sleeper_spark.table import Catalog, Table
 PROVIDER = "sleeper"
 
 
-def answer(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The answer to one request of the JVM catalog (see the module's docstring)."""
+@dataclass(frozen=True)
+class _Request:
+    spark: Any
+    catalog: Catalog
+    body: Mapping[str, Any]
+
+
+def answer(spark: Any, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer to one request of the JVM catalog in ``spark`` (see the module's docstring)."""
     operation = _OPERATIONS.get(str(request.get("op")))
     if operation is None:
         raise ConfigError(f"the SQL catalog asked for {request.get('op')!r}, which this version of sleeper_spark "
                           "does not know: the jar and the Python package must be the same version")
-    return operation(open_catalog(request["options"]), request)
+    return operation(_Request(spark, open_catalog(request["options"]), request))
 
 
 def namespace_of(table: str) -> tuple[str, ...]:
@@ -50,13 +62,13 @@ def namespace_of(table: str) -> tuple[str, ...]:
     return tuple(table.split(".")[:-1])
 
 
-def _load(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+def _load(request: _Request) -> dict[str, Any]:
     try:
-        table = catalog.table(request["table"])
+        table = request.catalog.table(request.body["table"])
     except TableNotFoundError as missing:
         return {"missing": str(missing)}
-    version = _version(table, request)
-    return _described(table, version, pinned=version is not None)
+    version = _version(table, request.body)
+    return _described(request.spark, table, version, pinned=version is not None)
 
 
 def _version(table: Table, request: Mapping[str, Any]) -> int | None:
@@ -75,33 +87,35 @@ def _version(table: Table, request: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _described(table: Table, version: int | None, pinned: bool) -> dict[str, Any]:
+def _described(spark: Any, table: Table, version: int | None, pinned: bool) -> dict[str, Any]:
     state = table.state(version)
     properties = {**state.properties, "provider": PROVIDER, "location": table.location,
                   "current-version": str(state.version)}
+    entry = native_entry(spark)
+    native = entry is not None and native_root(table, spark, entry, state.schema) is not None
     return {"schema": spark_schema(state.schema, guarded=False).json(), "partitionColumns": list(state.partition_by),
-            "properties": properties, "version": state.version, "pinned": pinned}
+            "properties": properties, "version": state.version, "pinned": pinned, "native": native}
 
 
-def _list(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
-    namespace = tuple(request["namespace"])
-    names = catalog.tables()
+def _list(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    names = request.catalog.tables()
     tables = [name for name in names if namespace_of(name) == namespace]
     exists = not namespace or any(namespace_of(name)[:len(namespace)] == namespace for name in names)
     return {"tables": tables, "exists": exists}
 
 
-def _namespaces(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
-    namespace = tuple(request["namespace"])
-    below = [namespace_of(name) for name in catalog.tables()]
+def _namespaces(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    below = [namespace_of(name) for name in request.catalog.tables()]
     below = [parts for parts in below if parts[:len(namespace)] == namespace]
     children = sorted({parts[len(namespace)] for parts in below if len(parts) > len(namespace)})
     return {"exists": bool(below) or not namespace, "children": children}
 
 
-def _create(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
-    schema = StructType.fromJson(json.loads(request["schema"]))
-    properties = {str(k): str(v) for k, v in request.get("properties", {}).items()}
+def _create(request: _Request) -> dict[str, Any]:
+    schema = StructType.fromJson(json.loads(request.body["schema"]))
+    properties = {str(k): str(v) for k, v in request.body.get("properties", {}).items()}
     # Spark passes what the statement said (provider, comment, location, options) among the properties.
     if properties.pop("provider", PROVIDER).lower() != PROVIDER:
         raise ConfigError(f"a sleeper catalog's tables are sleeper tables: CREATE TABLE ... USING {PROVIDER} "
@@ -109,36 +123,37 @@ def _create(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
     if "location" in properties:
         raise ConfigError("a sleeper table lives under its name in the catalog's warehouse: leave LOCATION out")
     try:
-        table = catalog.create_table(request["table"], schema, partition_by=tuple(request["partitionColumns"]),
-                                     properties=properties)
+        table = request.catalog.create_table(request.body["table"], schema,
+                                             partition_by=tuple(request.body["partitionColumns"]),
+                                             properties=properties)
     except TableAlreadyExistsError:
         return {"exists": True}
-    return _described(table, None, pinned=False)
+    return _described(request.spark, table, None, pinned=False)
 
 
-def _drop(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+def _drop(request: _Request) -> dict[str, Any]:
     try:
-        catalog.drop_table(request["table"], purge=bool(request.get("purge")))
+        request.catalog.drop_table(request.body["table"], purge=bool(request.body.get("purge")))
     except TableNotFoundError:
         return {"dropped": False}
     return {"dropped": True}
 
 
-def _create_namespace(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
+def _create_namespace(request: _Request) -> dict[str, Any]:
     return {}  # namespaces are name prefixes: the first table created in one makes it visible
 
 
-def _drop_namespace(catalog: Catalog, request: Mapping[str, Any]) -> dict[str, Any]:
-    namespace = tuple(request["namespace"])
-    inside = [name for name in catalog.tables() if namespace_of(name)[:len(namespace)] == namespace]
-    if inside and not request.get("cascade"):
+def _drop_namespace(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    inside = [name for name in request.catalog.tables() if namespace_of(name)[:len(namespace)] == namespace]
+    if inside and not request.body.get("cascade"):
         return {"nonEmpty": True}
     for name in inside:
-        catalog.drop_table(name)
+        request.catalog.drop_table(name)
     return {"dropped": bool(inside)}
 
 
-_OPERATIONS: dict[str, Callable[[Catalog, Mapping[str, Any]], dict[str, Any]]] = {
+_OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
     "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "drop": _drop,
     "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
 }

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
 from sleeper_spark.spark.jvm import catalog_conf
+from tests.fixtures import catalogs
 
 pytestmark = pytest.mark.spark
 
@@ -252,3 +253,37 @@ def test_two_catalogs_side_by_side_and_a_default_one(spark: SparkSession, lake: 
     # Then each name reaches its own warehouse
     assert [(r["mine"], r["theirs"]) for r in both] == [(1, 7)]
     assert [r["id"] for r in unqualified] == [1]
+
+
+@pytest.mark.integration
+def test_ddl_and_dml_on_dynamodb_and_s3(spark: SparkSession, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    # Given a catalog on DynamoDB Local + SeaweedFS (which this session's Hadoop cannot open, so
+    # reads and writes take the Python data source) as the Spark catalog lake
+    aws = catalogs.make_catalog("aws", request, tmp_path)
+    conf = catalog_conf("lake", aws)
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    spark._jsparkSession.sessionState().catalogManager().reset()
+    try:
+        # When a table is created, inserted into, appended to, overwritten, read and dropped with SQL
+        spark.sql(ORDERS)
+        spark.sql("INSERT INTO lake.sales.orders VALUES (1, '2024-01-01', 1.5), (2, '2024-01-02', 2.5)")
+        spark.range(3, 5).selectExpr("id", "'2024-01-03' AS day", "0.5 AS amount").writeTo("lake.sales.orders").append()
+        appended = sorted(r["id"] for r in spark.sql("SELECT id FROM lake.sales.orders").collect())
+        first = aws.table("sales.orders").history()[0].version
+        old = spark.sql(f"SELECT id FROM lake.sales.orders VERSION AS OF {first}").collect()
+        spark.sql("INSERT OVERWRITE lake.sales.orders SELECT 9, '2024-02-02', 9.0")
+        overwritten = spark.table("lake.sales.orders").collect()
+        operations = [s.operation for s in aws.table("sales.orders").history()]
+        spark.sql("DROP TABLE lake.sales.orders")
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+        spark._jsparkSession.sessionState().catalogManager().reset()
+
+    # Then each statement did what it does on the local disk
+    assert appended == [1, 2, 3, 4]
+    assert sorted(r["id"] for r in old) == [1, 2]
+    assert [(r["id"], r["day"]) for r in overwritten] == [(9, "2024-02-02")]
+    assert operations == ["append", "append", "overwrite"]
+    assert aws.tables() == []

@@ -16,6 +16,7 @@ import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.Transform;
@@ -30,6 +31,7 @@ import scala.jdk.javaapi.CollectionConverters;
 import sleeper.spark.DriverSide;
 import sleeper.spark.FormatBridge;
 import sleeper.spark.NativeTables;
+import sleeper.spark.SleeperSource;
 
 /**
  * One sleeper table as the SQL catalog gives it to Spark: read with Spark's own Parquet scan over
@@ -49,9 +51,11 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
     private final String[] partitionColumns;
     private final Map<String, String> properties;
     private final String pinnedVersion; // null: the current version, writable
+    private final boolean nativeRead; // false: Spark's Hadoop cannot open the table, the Python source reads it
 
     private SleeperTable(SleeperCatalog catalog, Identifier ident, String table, StructType schema,
-                         String[] partitionColumns, Map<String, String> properties, String pinnedVersion) {
+                         String[] partitionColumns, Map<String, String> properties, String pinnedVersion,
+                         boolean nativeRead) {
         this.catalog = catalog;
         this.ident = ident;
         this.table = table;
@@ -59,6 +63,7 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
         this.partitionColumns = partitionColumns;
         this.properties = properties;
         this.pinnedVersion = pinnedVersion;
+        this.nativeRead = nativeRead;
     }
 
     /** The table the Python side described: {@code {"schema", "partitionColumns", "properties", "version", "pinned"}}. */
@@ -74,7 +79,8 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
             properties.put(property.getKey(), property.getValue().asText());
         }
         String pinned = answer.path("pinned").asBoolean(false) ? answer.get("version").asText() : null;
-        return new SleeperTable(catalog, ident, table, schema, partitionColumns, properties, pinned);
+        return new SleeperTable(catalog, ident, table, schema, partitionColumns, properties, pinned,
+                answer.path("native").asBoolean(false));
     }
 
     @Override
@@ -113,6 +119,11 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
         read.putAll(options.asCaseSensitiveMap());
         if (pinnedVersion != null) {
             read.put("versionAsOf", pinnedVersion);
+        }
+        if (!nativeRead) {
+            // The same fallback as format("sleeper"): the Python data source reads the version.
+            Table python = new SleeperSource().getTable(schema, partitioning(), read);
+            return ((SupportsRead) python).newScanBuilder(new CaseInsensitiveStringMap(read));
         }
         HadoopFsRelation relation = handOver(spark, read);
         Map<String, String> scanOptions = new HashMap<>(CollectionConverters.asJava(relation.options()));

@@ -23,9 +23,13 @@ final class SleeperWriteBuilder implements SupportsTruncate {
     private final Map<String, String> options;
     private boolean overwrite;
 
+    /** Marks a write as the catalog's: where Spark's writer cannot reach the table, the Python data source writes it. */
+    static final String CATALOG_WRITE = "__sleeper_catalog_write";
+
     SleeperWriteBuilder(String table, Map<String, String> options) {
         this.table = table;
-        this.options = options;
+        this.options = new java.util.HashMap<>(options);
+        this.options.put(CATALOG_WRITE, "true");
     }
 
     @Override
