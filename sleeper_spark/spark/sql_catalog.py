@@ -13,6 +13,8 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
 - ``namespaces`` ``{namespace}``: whether it exists and its child namespaces.
 - ``create`` ``{table, schema, partitionColumns, properties}``: the new table, as ``load``
   answers, or ``{"exists": true}``.
+- ``alter`` ``{table, changes}``: ``ALTER TABLE``'s changes, each ``{"kind", ...}``; all are checked
+  before the first is committed, and each kind commits once (added columns together).
 - ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
 
 Names: a namespace is a prefix of a table's name, so Spark's ``lake.sales.orders`` is the
@@ -29,9 +31,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import _parse_datatype_json_value as _parse_type
 
-from sleeper_spark.errors import ConfigError, SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError
+from sleeper_spark.errors import (
+    ConfigError,
+    SchemaMismatchError,
+    SnapshotNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
 from sleeper_spark.spark.jvm import native_entry
 from sleeper_spark.spark.native_read import native_root
 from sleeper_spark.spark.options import open_catalog
@@ -131,6 +140,49 @@ def _create(request: _Request) -> dict[str, Any]:
     return _described(request.spark, table, None, pinned=False)
 
 
+def _alter(request: _Request) -> dict[str, Any]:
+    table = request.catalog.table(request.body["table"])
+    changes = list(request.body["changes"])
+    for change in changes:
+        _check_change(table, change)
+    added = [StructField(c["name"], _spark_type(c["type"]), True) for c in changes if c["kind"] == "addColumn"]
+    if added:
+        table.add_columns(StructType(added))
+    for change in changes:
+        if change["kind"] == "widenColumn":
+            table.widen_column(change["name"], _spark_type(change["type"]))
+        elif change["kind"] == "dropColumn" and change["name"] in table.schema.names:
+            table.drop_column(change["name"])
+    set_ = {c["key"]: c["value"] for c in changes if c["kind"] == "setProperty"}
+    unset = tuple(c["key"] for c in changes if c["kind"] == "removeProperty")
+    if set_ or unset:
+        table.set_properties(set_, unset)
+    return _described(request.spark, table, None, pinned=False)
+
+
+def _check_change(table: Table, change: Mapping[str, Any]) -> None:
+    """Refuses, before anything is committed, a change a sleeper table cannot make, saying what to do."""
+    kind = change["kind"]
+    if kind not in ("addColumn", "widenColumn", "dropColumn", "setProperty", "removeProperty"):
+        raise ConfigError(f"table {table.name!r}: ALTER TABLE ... {kind} is not supported for sleeper tables; they "
+                          "take ADD COLUMNS, ALTER COLUMN ... TYPE (a widening), DROP COLUMN and SET/UNSET "
+                          "TBLPROPERTIES; nothing was changed")
+    if change.get("nested"):
+        raise ConfigError(f"table {table.name!r}: {change['name']!r} is a nested field; sleeper tables change "
+                          "top-level columns only; nothing was changed")
+    if kind == "addColumn" and (not change["nullable"] or change.get("positioned") or change.get("hasDefault")):
+        raise ConfigError(f"table {table.name!r}: a column is added as a nullable column at the end, with no "
+                          f"default (older files read it as null); {change['name']!r} asks for more; nothing was "
+                          "changed")
+    if kind == "dropColumn" and change["name"] not in table.schema.names and not change.get("ifExists"):
+        raise SchemaMismatchError(f"table {table.name!r} has no column {change['name']!r}; its columns: "
+                                  f"{table.schema.names}; nothing was changed")
+
+
+def _spark_type(text: str) -> Any:
+    return _parse_type(json.loads(text))
+
+
 def _drop(request: _Request) -> dict[str, Any]:
     try:
         request.catalog.drop_table(request.body["table"], purge=bool(request.body.get("purge")))
@@ -154,7 +206,7 @@ def _drop_namespace(request: _Request) -> dict[str, Any]:
 
 
 _OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
-    "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "drop": _drop,
+    "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
     "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
 }
 

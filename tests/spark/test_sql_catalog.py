@@ -287,3 +287,55 @@ def test_ddl_and_dml_on_dynamodb_and_s3(spark: SparkSession, request: pytest.Fix
     assert [(r["id"], r["day"]) for r in overwritten] == [(9, "2024-02-02")]
     assert operations == ["append", "append", "overwrite"]
     assert aws.tables() == []
+
+
+def test_alter_table_adds_widens_and_drops_columns_and_sets_properties(spark: SparkSession, lake: ss.Catalog) -> None:
+    # Given a table with a row
+    spark.sql("CREATE TABLE lake.db.t (id INT, name STRING) USING sleeper")
+    spark.sql("INSERT INTO lake.db.t VALUES (1, 'a')")
+
+    # When columns are added, widened and dropped and properties set and unset with SQL
+    spark.sql("ALTER TABLE lake.db.t ADD COLUMNS (score DOUBLE, note STRING)")
+    spark.sql("ALTER TABLE lake.db.t ALTER COLUMN id TYPE BIGINT")
+    spark.sql("ALTER TABLE lake.db.t DROP COLUMN note")
+    spark.sql("ALTER TABLE lake.db.t SET TBLPROPERTIES ('team' = 'sales', 'tier' = 'gold')")
+    spark.sql("ALTER TABLE lake.db.t UNSET TBLPROPERTIES ('tier')")
+
+    # Then the Python API sees the new schema, the old row reads with nulls, and the properties are the table's
+    table = lake.table("db.t")
+    assert table.schema.names == ["id", "name", "score"]
+    assert table.schema.field("id").type == pa.int64()
+    assert table.scan().to_pylist() == [{"id": 1, "name": "a", "score": None}]
+    assert table.state().properties.get("team") == "sales" and "tier" not in table.state().properties
+    shown = {r["key"]: r["value"] for r in spark.sql("SHOW TBLPROPERTIES lake.db.t").collect()}
+    assert shown["team"] == "sales"
+    assert [s.operation for s in table.history()] == ["append", "schema", "schema", "schema", "properties",
+                                                      "properties"]
+
+
+def test_alter_column_type_takes_exactly_the_widenings_of_widen_column(spark: SparkSession, lake: ss.Catalog) -> None:
+    # Given a table with an int column
+    spark.sql("CREATE TABLE lake.db.t (id INT) USING sleeper")
+    before = lake.table("db.t").head.catch_up().version
+
+    # When it is narrowed, Then Spark refuses it itself
+    with pytest.raises(AnalysisException) as narrowing:
+        spark.sql("ALTER TABLE lake.db.t ALTER COLUMN id TYPE SMALLINT")
+    assert narrowing.value.getCondition() == "NOT_SUPPORTED_CHANGE_COLUMN"
+
+    # When it is changed to double (an up-cast for Spark, not a widening for sleeper tables),
+    # Then the table's rule refuses it, naming it, and nothing is committed
+    with pytest.raises(Exception) as to_double:
+        spark.sql("ALTER TABLE lake.db.t ALTER COLUMN id TYPE DOUBLE")
+    assert isinstance(ss.sleeper_error(to_double.value), ss.SchemaMismatchError)
+    assert lake.table("db.t").head.catch_up().version == before
+    assert lake.table("db.t").schema.field("id").type == pa.int32()
+
+
+def test_alter_table_rename_column_is_refused_with_what_to_do(spark: SparkSession, lake: ss.Catalog) -> None:
+    spark.sql("CREATE TABLE lake.db.t (id BIGINT) USING sleeper")
+    with pytest.raises(Exception) as raised:
+        spark.sql("ALTER TABLE lake.db.t RENAME COLUMN id TO key")
+    assert isinstance(ss.sleeper_error(raised.value), ss.ConfigError)
+    assert "ADD COLUMNS" in str(raised.value)
+    assert lake.table("db.t").schema.names == ["id"]

@@ -135,11 +135,18 @@ public final class SleeperCatalog implements TableCatalog, SupportsNamespaces {
         return SleeperTable.of(this, ident, table, answer);
     }
 
+    /** ADD COLUMNS, ALTER COLUMN ... TYPE, DROP COLUMN, SET / UNSET TBLPROPERTIES: the schema evolution calls. */
     @Override
-    public Table alterTable(Identifier ident, TableChange... changes) {
-        throw new UnsupportedOperationException("ALTER TABLE on a sleeper table is not supported through SQL yet: use "
-                + "the Python API (t.add_columns, t.widen_column, t.drop_column) on catalog.table('"
-                + TableNames.of(ident) + "')");
+    public Table alterTable(Identifier ident, TableChange... changes) throws NoSuchTableException {
+        String table = TableNames.of(ident);
+        ObjectNode request = request("alter");
+        request.put("table", table);
+        request.set("changes", TableChanges.json(JSON, changes));
+        JsonNode answer = call(request);
+        if (answer.hasNonNull("missing")) {
+            throw new NoSuchTableException(ident);
+        }
+        return SleeperTable.of(this, ident, table, answer);
     }
 
     @Override
