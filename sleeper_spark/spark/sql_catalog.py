@@ -13,6 +13,8 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
 - ``namespaces`` ``{namespace}``: whether it exists and its child namespaces.
 - ``create`` ``{table, schema, partitionColumns, properties}``: the new table, as ``load``
   answers, or ``{"exists": true}``.
+- ``metadata`` ``{table, kind, version?, timestampMicros?}``: the metadata table ``kind``
+  (``history``, ``files``) of a table, see :mod:`sleeper_spark.spark.metadata_tables`.
 - ``alter`` ``{table, changes}``: ``ALTER TABLE``'s changes, each ``{"kind", ...}``; all are checked
   before the first is committed, and each kind commits once (added columns together).
 - ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
@@ -42,6 +44,7 @@ from sleeper_spark.errors import (
     TableNotFoundError,
 )
 from sleeper_spark.spark.jvm import native_entry
+from sleeper_spark.spark.metadata_tables import metadata_table
 from sleeper_spark.spark.native_read import native_root
 from sleeper_spark.spark.options import open_catalog
 from sleeper_spark.spark.reader import spark_schema
@@ -140,6 +143,15 @@ def _create(request: _Request) -> dict[str, Any]:
     return _described(request.spark, table, None, pinned=False)
 
 
+def _metadata(request: _Request) -> dict[str, Any]:
+    try:
+        table = request.catalog.table(request.body["table"])
+    except TableNotFoundError as missing:
+        return {"missing": str(missing)}
+    found = metadata_table(table, str(request.body["kind"]), _version(table, request.body))
+    return found if found is not None else {"missing": f"no metadata table {request.body['kind']!r}"}
+
+
 def _alter(request: _Request) -> dict[str, Any]:
     table = request.catalog.table(request.body["table"])
     changes = list(request.body["changes"])
@@ -207,6 +219,7 @@ def _drop_namespace(request: _Request) -> dict[str, Any]:
 
 _OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
     "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
+    "metadata": _metadata,
     "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
 }
 

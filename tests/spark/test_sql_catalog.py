@@ -339,3 +339,31 @@ def test_alter_table_rename_column_is_refused_with_what_to_do(spark: SparkSessio
     assert isinstance(ss.sleeper_error(raised.value), ss.ConfigError)
     assert "ADD COLUMNS" in str(raised.value)
     assert lake.table("db.t").schema.names == ["id"]
+
+
+def test_history_and_files_metadata_tables_with_time_travel(spark: SparkSession, lake: ss.Catalog) -> None:
+    # Given a table with two appends
+    spark.sql(ORDERS)
+    spark.sql("INSERT INTO lake.sales.orders VALUES (1, '2024-01-01', 1.5), (2, '2024-01-02', 2.5)")
+    spark.sql("INSERT INTO lake.sales.orders VALUES (3, '2024-01-01', 3.5)")
+    table = lake.table("sales.orders")
+    first = table.history()[0].version
+
+    # When its history and files are read with SQL, now and as of the first version
+    history = spark.sql("SELECT version, operation, rows_added, metadata FROM lake.sales.orders.history "
+                        "ORDER BY version").collect()
+    files = spark.sql("SELECT path, partition, row_count, size_bytes, checksum, column_stats['id'] AS id "
+                      "FROM lake.sales.orders.files").collect()
+    old_files = spark.sql(f"SELECT path FROM lake.sales.orders.files VERSION AS OF {first}").collect()
+
+    # Then they hold what the Python API gives
+    assert [(r["version"], r["operation"], r["rows_added"]) for r in history] == \
+        [(s.version, s.operation, s.rows_added) for s in table.history()]
+    assert {r["path"]: (r["partition"], r["row_count"], r["size_bytes"], r["checksum"]) for r in files} == \
+        {f.path: (f.partition, f.row_count, f.size_bytes, f.checksum) for f in table.files()}
+    by_path = {f.path: f for f in table.files()}
+    for r in files:
+        stats = by_path[r["path"]].column_stats["id"]
+        assert (r["id"]["min"], r["id"]["max"], r["id"]["null_count"]) == (str(stats.min), str(stats.max),
+                                                                           stats.null_count)
+    assert {r["path"] for r in old_files} == {f.path for f in table.files(first)}

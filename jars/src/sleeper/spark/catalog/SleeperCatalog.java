@@ -95,7 +95,7 @@ public final class SleeperCatalog implements TableCatalog, SupportsNamespaces {
         return load(ident, null, timestampMicros);
     }
 
-    private SleeperTable load(Identifier ident, String version, Long timestampMicros) throws NoSuchTableException {
+    private Table load(Identifier ident, String version, Long timestampMicros) throws NoSuchTableException {
         String table = TableNames.of(ident);
         ObjectNode request = request("load");
         request.put("table", table);
@@ -107,9 +107,35 @@ public final class SleeperCatalog implements TableCatalog, SupportsNamespaces {
         }
         JsonNode answer = call(request);
         if (answer.hasNonNull("missing")) {
-            throw new NoSuchTableException(ident);
+            return metadataTable(ident, version, timestampMicros);
         }
         return SleeperTable.of(this, ident, table, answer);
+    }
+
+    /**
+     * {@code db.t.history} or {@code db.t.files} where no table has that name: the metadata table
+     * of {@code db.t} (as Iceberg resolves its metadata tables).
+     */
+    private Table metadataTable(Identifier ident, String version, Long timestampMicros) throws NoSuchTableException {
+        if (ident.namespace().length == 0 || !MetadataTable.KINDS.contains(ident.name())) {
+            throw new NoSuchTableException(ident);
+        }
+        String[] namespace = ident.namespace();
+        Identifier owner = Identifier.of(Arrays.copyOf(namespace, namespace.length - 1), namespace[namespace.length - 1]);
+        ObjectNode request = request("metadata");
+        request.put("table", TableNames.of(owner));
+        request.put("kind", ident.name());
+        if (version != null) {
+            request.put("version", version);
+        }
+        if (timestampMicros != null) {
+            request.put("timestampMicros", timestampMicros);
+        }
+        JsonNode answer = call(request);
+        if (answer.hasNonNull("missing")) {
+            throw new NoSuchTableException(ident);
+        }
+        return MetadataTable.of(name + "." + ident, answer);
     }
 
     @Override
