@@ -15,6 +15,8 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
   answers, or ``{"exists": true}``.
 - ``metadata`` ``{table, kind, version?, timestampMicros?}``: the metadata table ``kind``
   (``history``, ``files``) of a table, see :mod:`sleeper_spark.spark.metadata_tables`.
+- ``procedure`` ``{name}`` and ``call`` ``{name, arguments}``: the procedures of ``CALL``, see
+  :mod:`sleeper_spark.spark.procedures`.
 - ``alter`` ``{table, changes}``: ``ALTER TABLE``'s changes, each ``{"kind", ...}``; all are checked
   before the first is committed, and each kind commits once (added columns together).
 - ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
@@ -43,6 +45,7 @@ from sleeper_spark.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from sleeper_spark.spark import procedures
 from sleeper_spark.spark.jvm import native_entry
 from sleeper_spark.spark.metadata_tables import metadata_table
 from sleeper_spark.spark.native_read import native_root
@@ -152,6 +155,18 @@ def _metadata(request: _Request) -> dict[str, Any]:
     return found if found is not None else {"missing": f"no metadata table {request.body['kind']!r}"}
 
 
+def _procedure(request: _Request) -> dict[str, Any]:
+    name = str(request.body["name"])
+    found = procedures.spec(name)
+    if found is None:
+        return {"missing": f"there is no procedure {name!r}; the procedures: {sorted(procedures.PROCEDURES)}"}
+    return found
+
+
+def _call(request: _Request) -> dict[str, Any]:
+    return procedures.run(request.spark, request.catalog, str(request.body["name"]), request.body["arguments"])
+
+
 def _alter(request: _Request) -> dict[str, Any]:
     table = request.catalog.table(request.body["table"])
     changes = list(request.body["changes"])
@@ -219,7 +234,7 @@ def _drop_namespace(request: _Request) -> dict[str, Any]:
 
 _OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
     "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
-    "metadata": _metadata,
+    "metadata": _metadata, "procedure": _procedure, "call": _call,
     "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
 }
 

@@ -367,3 +367,36 @@ def test_history_and_files_metadata_tables_with_time_travel(spark: SparkSession,
         assert (r["id"]["min"], r["id"]["max"], r["id"]["null_count"]) == (str(stats.min), str(stats.max),
                                                                            stats.null_count)
     assert {r["path"] for r in old_files} == {f.path for f in table.files(first)}
+
+
+def test_call_procedures_run_the_table_operations(spark: SparkSession, lake: ss.Catalog) -> None:
+    # Given a table written in three small appends
+    spark.sql(ORDERS)
+    for i in range(3):
+        spark.sql(f"INSERT INTO lake.sales.orders VALUES ({i}, '2024-01-01', 1.0)")
+    table = lake.table("sales.orders")
+    first = table.history()[0].version
+
+    # When it is compacted, verified, snapshotted, vacuumed (dry run) and restored through CALL
+    compacted = spark.sql("CALL lake.system.compact(table => 'sales.orders')").collect()
+    verified = spark.sql("CALL lake.system.verify(table => 'sales.orders')").collect()
+    captured = spark.sql("CALL lake.system.create_state_snapshot(table => 'sales.orders')").collect()
+    vacuumed = spark.sql("CALL lake.system.vacuum(table => 'sales.orders', dry_run => true)").collect()
+    restored = spark.sql(f"CALL lake.system.restore(table => 'sales.orders', version => {first})").collect()
+
+    # Then each did what the Python API does, and answered a row saying so
+    history = table.history()
+    compaction = next(s for s in history if s.operation == "compact")
+    assert (compacted[0]["version"], compacted[0]["files_removed"]) == (compaction.version, 3)
+    assert verified[0]["problem"] is None and verified[0]["files_checked"] == 1
+    assert captured[0]["transaction"] == compaction.version
+    assert vacuumed[0]["dry_run"] is True
+    assert (restored[0]["version"], restored[0]["operation"]) == (history[-1].version, "restore")
+    assert sorted(r["id"] for r in table.scan().to_pylist()) == [0]
+
+
+def test_call_an_unknown_procedure_is_sparks_failed_to_load_routine(spark: SparkSession, lake: ss.Catalog) -> None:
+    with pytest.raises(AnalysisException) as raised:
+        spark.sql("CALL lake.system.optimize(table => 'x')")
+    assert raised.value.getCondition() == "FAILED_TO_LOAD_ROUTINE"
+    assert "`lake`.`system`.`optimize`" in str(raised.value)

@@ -45,6 +45,12 @@ final class MetadataTable implements SupportsRead {
 
     /** The table of the Python side's answer: {@code {"schema": <Spark schema JSON>, "rows": [[value, ...], ...]}}. */
     static MetadataTable of(String name, JsonNode answer) {
+        Rows rows = rowsOf(answer);
+        return new MetadataTable(name, rows.readSchema(), rows.rows());
+    }
+
+    /** The Python side's rows (see {@link #of}) as a local scan: also what a procedure answers. */
+    static Rows rowsOf(JsonNode answer) {
         StructType schema = (StructType) DataType.fromJson(answer.get("schema").asText());
         Function1<Object, Object> toCatalyst = CatalystTypeConverters.createToCatalystConverter(schema);
         JsonNode list = answer.get("rows");
@@ -52,7 +58,7 @@ final class MetadataTable implements SupportsRead {
         for (int i = 0; i < rows.length; i++) {
             rows[i] = (InternalRow) toCatalyst.apply(row(schema, list.get(i)));
         }
-        return new MetadataTable(name, schema, rows);
+        return new Rows(schema, rows);
     }
 
     private static Row row(StructType schema, JsonNode values) {
@@ -70,6 +76,9 @@ final class MetadataTable implements SupportsRead {
         }
         if (type.equals(DataTypes.LongType)) {
             return node.asLong();
+        }
+        if (type.equals(DataTypes.BooleanType)) {
+            return node.asBoolean();
         }
         if (type.equals(DataTypes.TimestampType)) {
             long micros = node.asLong();
@@ -108,7 +117,7 @@ final class MetadataTable implements SupportsRead {
         return () -> new Rows(schema, rows);
     }
 
-    private record Rows(StructType readSchema, InternalRow[] rows) implements LocalScan {
+    record Rows(StructType readSchema, InternalRow[] rows) implements LocalScan {
         @Override
         public StructType readSchema() {
             return readSchema;

@@ -20,6 +20,8 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.CatalogV2Util;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
@@ -41,7 +43,7 @@ import sleeper.spark.DriverSide;
  * and the catalog's registry stay in Python: every call here is one request to the driver's
  * Python side through the bridge {@code format("sleeper")} uses.
  */
-public final class SleeperCatalog implements TableCatalog, SupportsNamespaces {
+public final class SleeperCatalog implements TableCatalog, SupportsNamespaces, ProcedureCatalog {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private String name;
@@ -283,6 +285,51 @@ public final class SleeperCatalog implements TableCatalog, SupportsNamespaces {
         return columns;
     }
 
+    /** The procedures of the namespace {@code system}: {@code CALL lake.system.compact(table => 'db.t')}. */
+    @Override
+    public UnboundProcedure loadProcedure(Identifier ident) {
+        if (!isSystem(ident.namespace())) {
+            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: the procedures of catalog " + name
+                    + " are in its namespace system: CALL " + name + ".system." + ident.name() + "(...)");
+        }
+        ObjectNode request = request("procedure");
+        request.put("name", ident.name());
+        JsonNode answer = call(request);
+        if (answer.has("missing")) {
+            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: " + answer.get("missing").asText());
+        }
+        return SleeperProcedure.of(this, ident.name(), answer);
+    }
+
+    @Override
+    public Identifier[] listProcedures(String[] namespace) {
+        if (!isSystem(namespace)) {
+            return new Identifier[0];
+        }
+        ObjectNode request = request("procedure");
+        request.put("name", "");
+        List<Identifier> procedures = new ArrayList<>();
+        for (JsonNode procedure : call(request).get("names")) {
+            procedures.add(Identifier.of(namespace, procedure.asText()));
+        }
+        return procedures.toArray(new Identifier[0]);
+    }
+
+    private static boolean isSystem(String[] namespace) {
+        return namespace.length == 1 && namespace[0].equals("system");
+    }
+
+    ObjectMapper json() {
+        return JSON;
+    }
+
+    ObjectNode procedureCall(String procedure, ObjectNode arguments) {
+        ObjectNode request = request("call");
+        request.put("name", procedure);
+        request.set("arguments", arguments);
+        return request;
+    }
+
     private ObjectNode request(String op) {
         ObjectNode request = JSON.createObjectNode();
         request.put("op", op);
@@ -290,7 +337,7 @@ public final class SleeperCatalog implements TableCatalog, SupportsNamespaces {
         return request;
     }
 
-    private JsonNode call(ObjectNode request) {
+    JsonNode call(ObjectNode request) {
         SparkSession spark = SparkSession.active();
         try {
             return DriverSide.answer(DriverSide.bridge("the SQL catalog " + name)
