@@ -400,3 +400,13 @@ def test_call_an_unknown_procedure_is_sparks_failed_to_load_routine(spark: Spark
         spark.sql("CALL lake.system.optimize(table => 'x')")
     assert raised.value.getCondition() == "FAILED_TO_LOAD_ROUTINE"
     assert "`lake`.`system`.`optimize`" in str(raised.value)
+
+
+def test_a_failed_create_table_as_select_leaves_no_table(spark: SparkSession, lake: ss.Catalog) -> None:
+    # When the query of a CREATE TABLE AS SELECT fails while its rows are written
+    with pytest.raises(Exception, match="boom"):
+        spark.sql("CREATE TABLE lake.db.c USING sleeper AS "
+                  "SELECT id, IF(id = 3, raise_error('boom'), 'x') AS day FROM range(5)")
+
+    # Then no table is left behind (Spark drops the one the statement created)
+    assert lake.tables() == []
