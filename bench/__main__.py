@@ -24,6 +24,7 @@ BENCHMARKS = [
     ("bench.commits", "Commit latency"),
     ("bench.open_table", "Opening tables and state memory"),
     ("bench.spark_io", "Spark write and scan"),
+    ("bench.sql_catalog", "SQL catalog: named tables against the helper API"),
     ("bench.merge", "Tables that change: MERGE"),
     ("bench.streaming", "Structured Streaming: sink batch rate, source latency"),
     ("bench.aws", "AWS test servers: commits, requests, contention"),

@@ -34,7 +34,7 @@ from sleeper_spark.errors import (
 )
 from sleeper_spark.models import ColumnStats, FileRef, Snapshot, SnapshotMember, VacuumReport, VerifyReport
 from sleeper_spark.spark import register, sleeper_error  # importing it registers the Spark bridge
-from sleeper_spark.spark.jvm import configure_spark, jar_path
+from sleeper_spark.spark.jvm import catalog_conf, configure_spark, jar_path
 from sleeper_spark.table import Catalog, Table
 from sleeper_spark.version import __version__
 
@@ -75,6 +75,7 @@ __all__ = [
     "WarehouseNotFoundError",
     "WriteOutcomeUnknownError",
     "__version__",
+    "catalog_conf",
     "configure_spark",
     "jar_path",
     "register",

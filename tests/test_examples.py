@@ -108,6 +108,18 @@ def test_the_spark_job_runs(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_the_sql_example_creates_inserts_appends_and_time_travels(tmp_path: Path) -> None:
+    out = run_example("sql", str(tmp_path / "wh"))
+    assert "|2024-05-01|     1|  9.5|" in out
+    assert "|2024-05-02|     4| 38.0|" in out
+    assert "spark.table: 5 rows" in out
+    assert "VERSION AS OF 2: 2 rows" in out
+    assert "tables in lake.shop: ['orders']" in out
+    assert "python API history: [(2, 'append', 2), (3, 'append', 3)]" in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_the_notebook_runs_as_a_script() -> None:
     out = run_example("notebook")
     assert "|      338| 250276.5|" in out

@@ -29,6 +29,7 @@ from typing import Any
 from sleeper_spark.commit import idempotent_repeat
 from sleeper_spark.errors import ConfigError, SleeperSparkError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import TableSchema
+from sleeper_spark.spark import helper
 from sleeper_spark.spark.helper import checked_data
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import hand_over, native_root
@@ -43,6 +44,9 @@ log = logging.getLogger(__name__)
 BRIDGE_INTERFACE = "sleeper.spark.FormatBridge"
 # How Spark's partitionBy() reaches a V1 source: a JSON list among the write's options.
 _PARTITION_COLUMNS = "__partition_columns"
+# Set by the SQL catalog's writes (SleeperWriteBuilder): where Spark's own writer cannot reach the
+# table, they fall back to the Python data source as the helper does, since no route chose for them.
+CATALOG_WRITE = "__sleeper_catalog_write"
 _SAVE_MODES = {"Append": "append", "Overwrite": "overwrite", "ErrorIfExists": "errorifexists", "Ignore": "ignore"}
 
 
@@ -76,8 +80,19 @@ class FormatBridge:
             spark = self._session(jsession)
             given = json.loads(options)
             partitioning = tuple(json.loads(given.pop(_PARTITION_COLUMNS, "[]")))
+            from_catalog = given.pop(CATALOG_WRITE, None) is not None
             return _write(spark, DataFrame(jdf, spark), mode, merge(session_options(json.loads(session_conf)), given),
-                          partitioning)
+                          partitioning, from_catalog)
+
+        return _answer(run)
+
+    def catalog(self, jsession: Any, request: str, session_conf: str) -> str:
+        from sleeper_spark.spark.sql_catalog import answer
+
+        def run() -> dict[str, Any]:
+            given = json.loads(request)
+            given["options"] = _options(json.dumps(given.get("options", {})), session_conf)
+            return answer(self._session(jsession), given)
 
         return _answer(run)
 
@@ -144,7 +159,7 @@ def _hand_over(spark: Any, options: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
-           spark_partitioning: tuple[str, ...]) -> dict[str, Any]:
+           spark_partitioning: tuple[str, ...], from_catalog: bool = False) -> dict[str, Any]:
     settings = parse_write(options)
     mode = _SAVE_MODES.get(save_mode, save_mode.lower())
     write_mode = "overwrite" if mode == "overwrite" else "append"  # errorifexists and ignore write as appends
@@ -170,6 +185,9 @@ def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
         return {"version": earlier.version}
     snapshot = write_native(table, df, state, write_mode, metadata, settings.app_id, settings.app_version,
                             merge=merge)
+    if snapshot is None and from_catalog:
+        snapshot = helper.write(table, df, write_mode, metadata, settings.app_id, settings.app_version,
+                                settings.merge_schema)
     if snapshot is None:  # the session changed between Spark's planning and this call
         raise ConfigError(f"table {table.name!r} can no longer be written by Spark's own Parquet writer in this "
                           "session (was spark.sleeper_spark.native switched off?); save again")

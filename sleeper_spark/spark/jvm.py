@@ -10,16 +10,21 @@ session uses the ``sleeper`` Python data source, and says once at INFO how to ge
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.process_state import SAID_ONCE
 from sleeper_spark.version import __version__
 
+if TYPE_CHECKING:
+    from sleeper_spark.table import Catalog
+
 log = logging.getLogger(__name__)
 
 ENTRY_CLASS = "sleeper.spark.NativeTables"
+SQL_CATALOG_CLASS = "sleeper.spark.catalog.SleeperCatalog"
 # Outside ``spark.sleeper.``, whose keys are the data source's options.
 NATIVE_CONF = "spark.sleeper_spark.native"
 _JARS_DIR = Path(__file__).resolve().parent.parent / "jars"
@@ -40,11 +45,13 @@ def jar_path() -> str:
     return str(jar)
 
 
-def configure_spark(builder: Builder) -> Builder:
+def configure_spark(builder: Builder, catalogs: Mapping[str, Catalog] | None = None) -> Builder:
     """Adds the jar and the settings the native path needs to a ``SparkSession.builder``.
 
     Use it before the first session of the process exists: a running JVM cannot take the jar.
-    Jars the builder already names are kept.
+    Jars the builder already names are kept. ``catalogs`` makes each sleeper catalog a Spark SQL
+    catalog under its key (``{"lake": catalog}``: ``SELECT * FROM lake.db.t``), with the settings
+    :func:`catalog_conf` lists.
     """
     options: dict[str, str] = getattr(builder, "_options", {})
     jars = [j for j in options.get("spark.jars", "").split(",") if j]
@@ -56,7 +63,18 @@ def configure_spark(builder: Builder) -> Builder:
     for key, value in _SESSION_CONF.items():
         if key not in options:
             configured = configured.config(key, value)
+    for name, catalog in (catalogs or {}).items():
+        for key, value in catalog_conf(name, catalog).items():
+            configured = configured.config(key, value)
     return configured  # type: ignore[no-any-return]
+
+
+def catalog_conf(name: str, catalog: Catalog) -> dict[str, str]:
+    """The session settings that make ``catalog`` the Spark SQL catalog ``name``: its class and,
+    for each of :meth:`Catalog.options`, ``spark.sql.catalog.<name>.<key>``."""
+    conf = {f"spark.sql.catalog.{name}": SQL_CATALOG_CLASS}
+    conf.update({f"spark.sql.catalog.{name}.{key}": value for key, value in catalog.options().items()})
+    return conf
 
 
 def native_entry(spark: Any) -> Any | None:

@@ -12,8 +12,8 @@ go by and digests the file's bytes as Parquet's writer sends them out, for its s
 which Spark updates once per successful task, so a retried or speculative attempt adds nothing.
 The driver then commits them: it lists no folder and reads no data file, except a file whose
 task could not describe (a file system its digesting stream cannot wrap, and a committer that
-publishes files only when the job commits), which it reads once for its size and checksum. An append keeps the files as Arrow columns from the
-facts to the log entry, with no Python object per file (:class:`~sleeper_spark.models.columnar.
+publishes files only when the job commits), which it reads once for its size and checksum. An
+append keeps the files as Arrow columns from the facts to the log entry, with no Python object per file (:class:`~sleeper_spark.models.columnar.
 ColumnarAddFiles`); an overwrite, a write that adds columns and a group commit's append go
 through ``Table.commit_files`` with FileRefs, like every other write.
 

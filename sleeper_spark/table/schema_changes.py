@@ -1,4 +1,5 @@
-"""Changing a table's schema: ``t.add_columns``, ``t.widen_column``, ``t.drop_column``.
+"""Changing a table's schema and properties: ``t.add_columns``, ``t.widen_column``,
+``t.drop_column``, ``t.set_properties``.
 
 A change is one ``SetSchema`` transaction, committed with the same conditional put as a write,
 and a snapshot of its own in the history (operation ``"schema"``, no rows; its metadata says
@@ -19,7 +20,7 @@ import pyarrow as pa
 
 from sleeper_spark.commit import utc_now
 from sleeper_spark.errors import SchemaMismatchError
-from sleeper_spark.models import Field, SetSchema, Snapshot, TableSchema, Transaction
+from sleeper_spark.models import Field, SetProperties, SetSchema, Snapshot, TableSchema, Transaction
 from sleeper_spark.models.schema import describe, same_type
 from sleeper_spark.state import TableState
 from sleeper_spark.table.writes import new_write_id
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SCHEMA_OPERATION = "schema"
+PROPERTIES_OPERATION = "properties"
+# Properties the table's own facts answer to (what SQL's DESCRIBE shows), never stored.
+RESERVED_PROPERTIES = frozenset({"provider", "location", "current-version"})
 
 
 def add_columns(table: Table, fields: Any) -> Snapshot:
@@ -73,6 +77,24 @@ def drop_column(table: Table, name: str) -> Snapshot:
         return TableSchema(fields=tuple(f for f in schema.fields if f.name != name))
 
     return _commit(table, change, {"dropped": name})
+
+
+def set_properties(table: Table, set: dict[str, str], unset: tuple[str, ...] = ()) -> Snapshot:
+    """Sets and removes table properties in one snapshot (operation ``"properties"``, no rows)."""
+    reserved = sorted(RESERVED_PROPERTIES.intersection((*set, *unset)))
+    if reserved:
+        raise SchemaMismatchError(f"table {table.name!r}: {reserved[0]!r} is not a property that can be set; it "
+                                  "follows from the table itself")
+    snapshot_id, write_id = uuid.uuid4().hex, new_write_id()
+    metadata = {key: "set" for key in set} | {key: "unset" for key in unset}
+
+    def build(state: TableState) -> Transaction:
+        return SetProperties(snapshot_id=snapshot_id, committed_at=utc_now(), operation=PROPERTIES_OPERATION,
+                             metadata=metadata, write_id=write_id, set=dict(set), unset=tuple(unset))
+
+    snapshot = table.head.commit(build).snapshot
+    log.info("table %s: properties changed (%s) at version %d", table.name, metadata, snapshot.version)
+    return snapshot
 
 
 def _commit(table: Table, change: Callable[[TableSchema], TableSchema], metadata: dict[str, str]) -> Snapshot:

@@ -272,6 +272,11 @@ class Table:
         The name cannot be used again (the old files' values would come back)."""
         return schema_changes.drop_column(self, name)
 
+    def set_properties(self, set: Mapping[str, str] | None = None, unset: Sequence[str] = ()) -> Snapshot:
+        """Sets and removes table properties in one snapshot (operation ``"properties"``, no rows);
+        ``t.state().properties`` holds them."""
+        return schema_changes.set_properties(self, dict(set or {}), tuple(unset))
+
     # -- maintenance ---------------------------------------------------------------------
 
     def record_lost_transaction(self, number: int, reason: str = "damaged log entry") -> Snapshot:

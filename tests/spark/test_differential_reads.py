@@ -6,9 +6,9 @@ data source (``format("sleeper")`` in a session switched off the jar) and by the
 (``t.write`` with Arrow data), into one table. Random filters then go through every read path:
 
 - the helper read on Spark's Parquet reader (the jar's file index, then parquet-mr's row-group
-  and page filters), and on the Python data source, and ``spark.read.format("sleeper")`` on
-  Spark's reader; each against Spark's own answer over the raw rows (an in-memory DataFrame: no
-  file, no statistic, no pruning);
+  and page filters), and on the Python data source, ``spark.read.format("sleeper")`` on Spark's
+  reader, and the SQL catalog's table (Spark's V2 Parquet scan over the same index); each against
+  Spark's own answer over the raw rows (an in-memory DataFrame: no file, no statistic, no pruning);
 - ``t.scan(filter=...)`` against pyarrow's answer over the raw rows;
 - ``t.delete_where`` followed by a scan, against the raw rows less pyarrow's matches.
 
@@ -34,7 +34,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import sleeper_spark as ss
-from sleeper_spark.spark.jvm import NATIVE_CONF
+from sleeper_spark.spark.jvm import NATIVE_CONF, catalog_conf
 from tests.fixtures.random_tables import Filter, RandomTable, random_filter, random_table
 from tests.reliability.budget import LONG_RUN
 
@@ -78,6 +78,16 @@ def write_three_ways(spark: SparkSession, catalog: ss.Catalog, name: str, table:
     return handle
 
 
+def sql_table(spark: SparkSession, catalog: ss.Catalog, name: str) -> Any:
+    """The table through the SQL catalog ``difflake``, (re)configured for ``catalog``."""
+    conf = catalog_conf("difflake", catalog)
+    if any(spark.conf.get(key, None) != value for key, value in conf.items()):
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        spark._jsparkSession.sessionState().catalogManager().reset()  # forget the last test's instance
+    return spark.table(f"difflake.{name}")
+
+
 def spark_ids(df: Any) -> list[int]:
     return sorted(row[0] for row in df.select("id").collect())
 
@@ -89,11 +99,15 @@ def arrow_ids(rows: pa.Table) -> list[int]:
 def check_spark_paths(spark: SparkSession, catalog: ss.Catalog, name: str, truth: Any, where: Filter,
                       seed: int) -> None:
     expected = spark_ids(truth.where(where.spark()))
-    for path in ("native", "python", "format"):
+    for path in ("native", "python", "format", "sql"):
         spark.conf.set(NATIVE_CONF, "false" if path == "python" else "true")
         try:
-            loaded = (spark.read.format("sleeper").options(**catalog.options()).load(name) if path == "format"
-                      else catalog.read(spark, name))
+            if path == "format":
+                loaded = spark.read.format("sleeper").options(**catalog.options()).load(name)
+            elif path == "sql":
+                loaded = sql_table(spark, catalog, name)
+            else:
+                loaded = catalog.read(spark, name)
             got = spark_ids(loaded.where(where.spark()))
         finally:
             spark.conf.unset(NATIVE_CONF)
@@ -159,6 +173,7 @@ def test_a_nan_in_a_later_row_group_of_a_spark_file_hides_no_value(spark: SparkS
 
     # Then the values after the NaN are found
     assert catalog.read(spark, "t").where("x = 5005.0").count() == 1
+    assert sql_table(spark, catalog, "t").where("x = 5005.0").count() == 1
     assert catalog.table("t").scan(filter=pa.compute.field("x") > 1000).num_rows == 10
     assert catalog.table("t").verify(deep=True).ok
 
@@ -168,8 +183,9 @@ def test_a_row_group_of_negative_zeros_matches_zero(spark: SparkSession, catalog
     catalog.write(pa.table({"id": range(40), "d": [-0.0] * 20 + [1.0 + i for i in range(20)]}), "t")
 
     # Then both spellings of zero match its rows on Spark's reader (parquet-mr's dictionary filter told them apart)
-    assert catalog.read(spark, "t").where("d = -0.0").count() == 20
-    assert catalog.read(spark, "t").where("d = 0.0").count() == 20
+    for loaded in (catalog.read(spark, "t"), sql_table(spark, catalog, "t")):
+        assert loaded.where("d = -0.0").count() == 20
+        assert loaded.where("d = 0.0").count() == 20
 
 
 @pytest.mark.parametrize("column, sql_type, value", [
@@ -182,8 +198,9 @@ def test_a_date_or_time_in_the_calendar_gap_is_found(spark: SparkSession, catalo
     arrow_type = pa.timestamp("us", tz="UTC") if sql_type == "timestamp" else pa.date32()
     catalog.write(pa.table({"id": range(30), column: pa.array([value] * 10 + [None] * 20, arrow_type)}), "t")
 
-    # When Spark's reader filters on it
-    found = catalog.read(spark, "t").where(F.col(column) == F.lit(value.isoformat()).cast(sql_type)).count()
+    # When Spark's reader filters on it (V1 for the helper, V2 for the SQL catalog)
+    matches = F.col(column) == F.lit(value.isoformat()).cast(sql_type)
+    found = [loaded.where(matches).count() for loaded in (catalog.read(spark, "t"), sql_table(spark, catalog, "t"))]
 
     # Then parquet-mr did not skip its row group for a literal moved to 1582-10-15
-    assert found == 10
+    assert found == [10, 10]

@@ -34,4 +34,11 @@ public interface FormatBridge {
 
     /** Writes {@code data} as one snapshot with Spark's own Parquet writer: {@code {"version": n}} or {@code {}}. */
     String write(SparkSession spark, Dataset<Row> data, String mode, String options, String sessionConf);
+
+    /**
+     * What the SQL catalog asks of the table catalog behind it: {@code request} is a JSON object
+     * with {@code "op"} (load, list, namespaces, create, drop) and the catalog's options under
+     * {@code "options"}; the answer is one JSON object (see {@code sleeper_spark.spark.sql_catalog}).
+     */
+    String catalog(SparkSession spark, String request, String sessionConf);
 }

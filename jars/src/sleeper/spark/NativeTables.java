@@ -46,7 +46,7 @@ public final class NativeTables {
     }
 
     /** The relation {@link #dataFrame} reads: also what {@code format("sleeper")} gives Spark for a read. */
-    static HadoopFsRelation relation(SparkSession spark, String description, String rootUri, String manifestFile,
+    public static HadoopFsRelation relation(SparkSession spark, String description, String rootUri, String manifestFile,
                                      String schemaJson, String[] partitionColumns) throws IOException {
         StructType dataSchema = (StructType) DataType.fromJson(schemaJson);
         List<StructField> partitionFields = new ArrayList<>();

@@ -114,7 +114,7 @@ public final class SleeperParquetFormat extends ParquetFileFormat {
     }
 
     /** The filters, or the parts of them, whose literals reach parquet-mr unchanged. */
-    static Seq<Filter> exactFilters(Seq<Filter> filters) {
+    public static Seq<Filter> exactFilters(Seq<Filter> filters) {
         List<Filter> kept = new ArrayList<>();
         for (Filter filter : CollectionConverters.asJava(filters)) {
             Filter exact = exactPart(filter);

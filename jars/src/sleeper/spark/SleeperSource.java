@@ -170,7 +170,7 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
         return python;
     }
 
-    private static FormatBridge requireBridge(String what) {
+    static FormatBridge requireBridge(String what) {
         FormatBridge driverSide = bridge;
         if (driverSide == null) {
             throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: " + what + " through Spark's own "
@@ -182,7 +182,7 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
     }
 
     /** The bridge's answer, or the sleeper_spark error it reports, message first. */
-    private static JsonNode answer(String json) {
+    static JsonNode answer(String json) {
         JsonNode node;
         try {
             node = JSON.readTree(json);
@@ -203,7 +203,7 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
     }
 
     /** The session's {@code spark.sleeper.*} settings, keys as set, as a JSON object. */
-    private static String sessionConf(SparkSession spark) {
+    static String sessionConf(SparkSession spark) {
         Map<String, String> settings = new HashMap<>();
         CollectionConverters.asJava(spark.conf().getAll()).forEach((key, value) -> {
             if (key.toLowerCase(Locale.ROOT).startsWith(SESSION_PREFIX)) {
@@ -213,7 +213,7 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
         return json(settings);
     }
 
-    private static String json(Map<String, String> map) {
+    static String json(Map<String, String> map) {
         try {
             return JSON.writeValueAsString(map);
         } catch (IOException error) {

@@ -1,0 +1,80 @@
+"""The SQL catalog against the helper API, side by side in one session (the Spark I/O benchmark's data).
+
+Reads: the Spark I/O benchmark's five queries through ``spark.table("lake.t")`` against
+``catalog.read(spark, "t")``, both on Spark's own Parquet reader, the load included in each timed
+read. Writes: ``INSERT INTO lake.t SELECT * FROM source`` against ``catalog.write(df, "t")``,
+each appending the same rows to a table of its own.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sleeper_spark as ss
+from bench.common import Report, Row, measure_pair, seconds
+from bench.spark_io import COLUMNS, session, source
+from sleeper_spark.spark.jvm import catalog_conf
+
+
+def run(report: Report, quick: bool) -> None:
+    rows, files_per_partition = (40_000, 10) if quick else (1_000_000, 300)
+    repeat = 1 if quick else 3
+    work = Path(tempfile.mkdtemp(prefix="bench-sql-"))
+    spark = session(work)
+    try:
+        df = source(spark, rows, files_per_partition)
+        df.count()
+        catalog = ss.Catalog.local(str(work / "wh"))
+        for key, value in catalog_conf("lake", catalog).items():
+            spark.conf.set(key, value)
+        catalog.write(df, "t", partition_by=["part"])
+        _reads(report, spark, catalog, rows, files_per_partition, repeat)
+        _writes(report, spark, catalog, df, repeat)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _reads(report: Report, spark: Any, catalog: ss.Catalog, rows: int, files_per_partition: int,
+           repeat: int) -> None:
+    low = rows // 2
+    width = max(1, rows // (8 * files_per_partition) // 2)
+    queries: list[tuple[str, Callable[[Any], Any]]] = [
+        ("count()", lambda d: d.count()),
+        ("one column of 22: sum(c0)", lambda d: d.selectExpr("sum(c0)").collect()),
+        ("partition filter: part = '3', sum(c0)", lambda d: d.where("part = '3'").selectExpr("sum(c0)").collect()),
+        ("full scan: sum of all 22 columns",
+         lambda d: d.selectExpr(*[f"sum(c{i})" for i in range(COLUMNS)], "sum(id)", "max(part)").collect()),
+        (f"selective min/max filter: id in [{low}, {low + width})",
+         lambda d: d.where(f"id >= {low} and id < {low + width}").selectExpr("sum(c1)").collect()),
+    ]
+    for name, query in queries:
+        query(spark.table("lake.t"))  # unmeasured: the first plan of each kind compiles code
+        sql_m, helper_m = measure_pair(lambda q=query: q(spark.table("lake.t")),
+                                       lambda q=query: q(catalog.read(spark, "t")), repeat)
+        ratio = sql_m.best / helper_m.best
+        report.add(Row(f"SQL catalog read vs catalog.read, {name}", seconds(sql_m), seconds(helper_m), ratio,
+                       "<= 1.05x", ratio <= 1.05))
+
+
+def _writes(report: Report, spark: Any, catalog: ss.Catalog, df: Any, repeat: int) -> None:
+    df.createOrReplaceTempView("bench_source")
+    spark.sql("CREATE TABLE lake.by_sql USING sleeper PARTITIONED BY (part) AS SELECT * FROM bench_source LIMIT 0")
+    catalog.write(df.limit(0), "by_helper", partition_by=["part"])
+
+    def by_sql() -> None:
+        spark.sql("INSERT INTO lake.by_sql SELECT * FROM bench_source")
+
+    def by_helper() -> None:
+        catalog.write(df, "by_helper")
+
+    by_sql()  # one of each first, unmeasured: the JVM compiles each write path on its first use
+    by_helper()
+    sql_m, helper_m = measure_pair(by_sql, by_helper, min(repeat, 2))
+    ratio = sql_m.best / helper_m.best
+    report.add(Row("SQL INSERT INTO vs catalog.write, the same rows", seconds(sql_m), seconds(helper_m), ratio,
+                   "<= 1.05x", ratio <= 1.05))

@@ -1,0 +1,349 @@
+package sleeper.spark.catalog;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
+import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.connector.catalog.CatalogV2Util;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
+import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.TableInfo;
+import org.apache.spark.sql.connector.expressions.IdentityTransform;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import sleeper.spark.DriverSide;
+
+/**
+ * The tables of one sleeper_spark catalog as a Spark catalog:
+ * {@code spark.sql.catalog.<name>=sleeper.spark.catalog.SleeperCatalog}, with the catalog's
+ * options (those of {@code Catalog.options()}) as {@code spark.sql.catalog.<name>.<key>}.
+ *
+ * <p>A namespace is a prefix of a table's name: {@code lake.sales.orders} is the table
+ * {@code sales.orders}, and {@code lake.a.b.t} is {@code a.b.t}. The log, the commit protocol
+ * and the catalog's registry stay in Python: every call here is one request to the driver's
+ * Python side through the bridge {@code format("sleeper")} uses.
+ */
+public final class SleeperCatalog implements TableCatalog, SupportsNamespaces, ProcedureCatalog {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private String name;
+    private Map<String, String> options;
+
+    @Override
+    public void initialize(String catalogName, CaseInsensitiveStringMap catalogOptions) {
+        this.name = catalogName;
+        this.options = new HashMap<>(catalogOptions.asCaseSensitiveMap());
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    /** The catalog's options, as a {@code format("sleeper")} read or write of its tables takes them. */
+    Map<String, String> options() {
+        return options;
+    }
+
+    @Override
+    public Identifier[] listTables(String[] namespace) throws NoSuchNamespaceException {
+        ObjectNode request = request("list");
+        request.set("namespace", JSON.valueToTree(namespace));
+        JsonNode answer = call(request);
+        if (!answer.path("exists").asBoolean(true)) {
+            throw new NoSuchNamespaceException(namespace);
+        }
+        List<Identifier> tables = new ArrayList<>();
+        for (JsonNode table : answer.get("tables")) {
+            tables.add(TableNames.identifier(table.asText()));
+        }
+        return tables.toArray(new Identifier[0]);
+    }
+
+    @Override
+    public Table loadTable(Identifier ident) throws NoSuchTableException {
+        return load(ident, null, null);
+    }
+
+    /** {@code VERSION AS OF n}: the table as version {@code n} left it, read only. */
+    @Override
+    public Table loadTable(Identifier ident, String version) throws NoSuchTableException {
+        return load(ident, version, null);
+    }
+
+    /** {@code TIMESTAMP AS OF t}: the newest version committed at or before {@code t}, read only. */
+    @Override
+    public Table loadTable(Identifier ident, long timestampMicros) throws NoSuchTableException {
+        return load(ident, null, timestampMicros);
+    }
+
+    private Table load(Identifier ident, String version, Long timestampMicros) throws NoSuchTableException {
+        String table = TableNames.of(ident);
+        ObjectNode request = request("load");
+        request.put("table", table);
+        if (version != null) {
+            request.put("version", version);
+        }
+        if (timestampMicros != null) {
+            request.put("timestampMicros", timestampMicros);
+        }
+        JsonNode answer = call(request);
+        if (answer.hasNonNull("missing")) {
+            return metadataTable(ident, version, timestampMicros);
+        }
+        return SleeperTable.of(this, ident, table, answer);
+    }
+
+    /**
+     * {@code db.t.history} or {@code db.t.files} where no table has that name: the metadata table
+     * of {@code db.t} (as Iceberg resolves its metadata tables).
+     */
+    private Table metadataTable(Identifier ident, String version, Long timestampMicros) throws NoSuchTableException {
+        if (ident.namespace().length == 0 || !MetadataTable.KINDS.contains(ident.name())) {
+            throw new NoSuchTableException(ident);
+        }
+        String[] namespace = ident.namespace();
+        Identifier owner = Identifier.of(Arrays.copyOf(namespace, namespace.length - 1), namespace[namespace.length - 1]);
+        ObjectNode request = request("metadata");
+        request.put("table", TableNames.of(owner));
+        request.put("kind", ident.name());
+        if (version != null) {
+            request.put("version", version);
+        }
+        if (timestampMicros != null) {
+            request.put("timestampMicros", timestampMicros);
+        }
+        JsonNode answer = call(request);
+        if (answer.hasNonNull("missing")) {
+            throw new NoSuchTableException(ident);
+        }
+        return MetadataTable.of(name + "." + ident, answer);
+    }
+
+    @Override
+    public void invalidateTable(Identifier ident) {
+        // Nothing is cached here: each load asks the log for the table's current version.
+    }
+
+    @Override
+    public Table createTable(Identifier ident, TableInfo info) throws TableAlreadyExistsException {
+        String table = TableNames.of(ident);
+        StructType schema = CatalogV2Util.v2ColumnsToStructType(info.columns());
+        Transform[] partitions = info.partitions();
+        Map<String, String> properties = info.properties();
+        ObjectNode request = request("create");
+        request.put("table", table);
+        request.put("schema", schema.json());
+        request.set("partitionColumns", JSON.valueToTree(partitionColumns(partitions)));
+        request.set("properties", JSON.valueToTree(properties));
+        JsonNode answer = call(request);
+        if (answer.path("exists").asBoolean(false)) {
+            throw new TableAlreadyExistsException(ident);
+        }
+        return SleeperTable.of(this, ident, table, answer);
+    }
+
+    /** ADD COLUMNS, ALTER COLUMN ... TYPE, DROP COLUMN, SET / UNSET TBLPROPERTIES: the schema evolution calls. */
+    @Override
+    public Table alterTable(Identifier ident, TableChange... changes) throws NoSuchTableException {
+        String table = TableNames.of(ident);
+        ObjectNode request = request("alter");
+        request.put("table", table);
+        request.set("changes", TableChanges.json(JSON, changes));
+        JsonNode answer = call(request);
+        if (answer.hasNonNull("missing")) {
+            throw new NoSuchTableException(ident);
+        }
+        return SleeperTable.of(this, ident, table, answer);
+    }
+
+    @Override
+    public boolean dropTable(Identifier ident) {
+        return drop(ident, false);
+    }
+
+    @Override
+    public boolean purgeTable(Identifier ident) {
+        return drop(ident, true);
+    }
+
+    private boolean drop(Identifier ident, boolean purge) {
+        ObjectNode request = request("drop");
+        request.put("table", TableNames.of(ident));
+        request.put("purge", purge);
+        return call(request).path("dropped").asBoolean(false);
+    }
+
+    @Override
+    public void renameTable(Identifier from, Identifier to) {
+        throw new UnsupportedOperationException("a sleeper table cannot be renamed: its files live under its name. "
+                + "Copy it instead: CREATE TABLE " + name + "." + TableNames.of(to) + " AS SELECT * FROM " + name + "."
+                + TableNames.of(from));
+    }
+
+    @Override
+    public String[][] listNamespaces() {
+        return namespaces(new String[0]).children;
+    }
+
+    @Override
+    public String[][] listNamespaces(String[] namespace) throws NoSuchNamespaceException {
+        Namespaces found = namespaces(namespace);
+        if (!found.exists) {
+            throw new NoSuchNamespaceException(namespace);
+        }
+        return found.children;
+    }
+
+    @Override
+    public boolean namespaceExists(String[] namespace) {
+        return namespace.length == 0 || namespaces(namespace).exists;
+    }
+
+    @Override
+    public Map<String, String> loadNamespaceMetadata(String[] namespace) throws NoSuchNamespaceException {
+        if (!namespaceExists(namespace)) {
+            throw new NoSuchNamespaceException(namespace);
+        }
+        return new HashMap<>();
+    }
+
+    @Override
+    public void createNamespace(String[] namespace, Map<String, String> metadata)
+            throws NamespaceAlreadyExistsException {
+        if (namespaceExists(namespace)) {
+            throw new NamespaceAlreadyExistsException(namespace);
+        }
+        ObjectNode request = request("createNamespace");
+        request.set("namespace", JSON.valueToTree(namespace));
+        call(request);
+    }
+
+    @Override
+    public void alterNamespace(String[] namespace, NamespaceChange... changes) {
+        throw new UnsupportedOperationException("a sleeper catalog's namespaces are prefixes of table names and have "
+                + "no properties to change");
+    }
+
+    @Override
+    public boolean dropNamespace(String[] namespace, boolean cascade) throws NonEmptyNamespaceException {
+        ObjectNode request = request("dropNamespace");
+        request.set("namespace", JSON.valueToTree(namespace));
+        request.put("cascade", cascade);
+        JsonNode answer = call(request);
+        if (answer.path("nonEmpty").asBoolean(false)) {
+            throw new NonEmptyNamespaceException(namespace);
+        }
+        return answer.path("dropped").asBoolean(false);
+    }
+
+    private record Namespaces(boolean exists, String[][] children) {
+    }
+
+    private Namespaces namespaces(String[] namespace) {
+        ObjectNode request = request("namespaces");
+        request.set("namespace", JSON.valueToTree(namespace));
+        JsonNode answer = call(request);
+        List<String[]> children = new ArrayList<>();
+        for (JsonNode child : answer.get("children")) {
+            String[] parts = Arrays.copyOf(namespace, namespace.length + 1);
+            parts[namespace.length] = child.asText();
+            children.add(parts);
+        }
+        return new Namespaces(answer.path("exists").asBoolean(false), children.toArray(new String[0][]));
+    }
+
+    private static String[] partitionColumns(Transform[] partitions) {
+        String[] columns = new String[partitions.length];
+        for (int i = 0; i < partitions.length; i++) {
+            if (!(partitions[i] instanceof IdentityTransform identity)) {
+                throw new UnsupportedOperationException("a sleeper table is partitioned by the values of columns "
+                        + "(PARTITIONED BY (day, region)), not by " + partitions[i].describe());
+            }
+            columns[i] = String.join(".", identity.ref().fieldNames());
+        }
+        return columns;
+    }
+
+    /** The procedures of the namespace {@code system}: {@code CALL lake.system.compact(table => 'db.t')}. */
+    @Override
+    public UnboundProcedure loadProcedure(Identifier ident) {
+        if (!isSystem(ident.namespace())) {
+            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: the procedures of catalog " + name
+                    + " are in its namespace system: CALL " + name + ".system." + ident.name() + "(...)");
+        }
+        ObjectNode request = request("procedure");
+        request.put("name", ident.name());
+        JsonNode answer = call(request);
+        if (answer.has("missing")) {
+            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: " + answer.get("missing").asText());
+        }
+        return SleeperProcedure.of(this, ident.name(), answer);
+    }
+
+    @Override
+    public Identifier[] listProcedures(String[] namespace) {
+        if (!isSystem(namespace)) {
+            return new Identifier[0];
+        }
+        ObjectNode request = request("procedure");
+        request.put("name", "");
+        List<Identifier> procedures = new ArrayList<>();
+        for (JsonNode procedure : call(request).get("names")) {
+            procedures.add(Identifier.of(namespace, procedure.asText()));
+        }
+        return procedures.toArray(new Identifier[0]);
+    }
+
+    private static boolean isSystem(String[] namespace) {
+        return namespace.length == 1 && namespace[0].equals("system");
+    }
+
+    ObjectMapper json() {
+        return JSON;
+    }
+
+    ObjectNode procedureCall(String procedure, ObjectNode arguments) {
+        ObjectNode request = request("call");
+        request.put("name", procedure);
+        request.set("arguments", arguments);
+        return request;
+    }
+
+    private ObjectNode request(String op) {
+        ObjectNode request = JSON.createObjectNode();
+        request.put("op", op);
+        request.set("options", JSON.valueToTree(options));
+        return request;
+    }
+
+    JsonNode call(ObjectNode request) {
+        SparkSession spark = SparkSession.active();
+        try {
+            return DriverSide.answer(DriverSide.bridge("the SQL catalog " + name)
+                    .catalog(spark, JSON.writeValueAsString(request), DriverSide.sessionConf(spark)));
+        } catch (IOException error) {
+            throw new UncheckedIOException(error);
+        }
+    }
+}

@@ -1,0 +1,172 @@
+package sleeper.spark.catalog;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.connector.catalog.CatalogV2Util;
+import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import scala.jdk.javaapi.CollectionConverters;
+import sleeper.spark.DriverSide;
+import sleeper.spark.FormatBridge;
+import sleeper.spark.NativeTables;
+import sleeper.spark.SleeperSource;
+
+/**
+ * One sleeper table as the SQL catalog gives it to Spark: read with Spark's own Parquet scan over
+ * the files of one version (asked of the driver's Python side when a query plans its scan, so the
+ * index prunes per query), written through the same native write and commit as
+ * {@code format("sleeper")}. A table loaded at a version ({@code VERSION AS OF}) is read only.
+ */
+final class SleeperTable implements SupportsRead, SupportsWrite {
+    private static final Set<TableCapability> READ_ONLY = EnumSet.of(TableCapability.BATCH_READ);
+    private static final Set<TableCapability> READ_WRITE = EnumSet.of(TableCapability.BATCH_READ,
+            TableCapability.V1_BATCH_WRITE, TableCapability.TRUNCATE);
+
+    private final SleeperCatalog catalog;
+    private final Identifier ident;
+    private final String table;
+    private final StructType schema;
+    private final String[] partitionColumns;
+    private final Map<String, String> properties;
+    private final String pinnedVersion; // null: the current version, writable
+    private final boolean nativeRead; // false: Spark's Hadoop cannot open the table, the Python source reads it
+
+    private SleeperTable(SleeperCatalog catalog, Identifier ident, String table, StructType schema,
+                         String[] partitionColumns, Map<String, String> properties, String pinnedVersion,
+                         boolean nativeRead) {
+        this.catalog = catalog;
+        this.ident = ident;
+        this.table = table;
+        this.schema = schema;
+        this.partitionColumns = partitionColumns;
+        this.properties = properties;
+        this.pinnedVersion = pinnedVersion;
+        this.nativeRead = nativeRead;
+    }
+
+    /** The table the Python side described: {@code {"schema", "partitionColumns", "properties", "version", "pinned"}}. */
+    static SleeperTable of(SleeperCatalog catalog, Identifier ident, String table, JsonNode answer) {
+        StructType schema = (StructType) DataType.fromJson(answer.get("schema").asText());
+        JsonNode columns = answer.get("partitionColumns");
+        String[] partitionColumns = new String[columns.size()];
+        for (int i = 0; i < partitionColumns.length; i++) {
+            partitionColumns[i] = columns.get(i).asText();
+        }
+        Map<String, String> properties = new HashMap<>();
+        for (Map.Entry<String, JsonNode> property : answer.get("properties").properties()) {
+            properties.put(property.getKey(), property.getValue().asText());
+        }
+        String pinned = answer.path("pinned").asBoolean(false) ? answer.get("version").asText() : null;
+        return new SleeperTable(catalog, ident, table, schema, partitionColumns, properties, pinned,
+                answer.path("native").asBoolean(false));
+    }
+
+    @Override
+    public String name() {
+        return catalog.name() + "." + ident.toString();
+    }
+
+    @Override
+    public Column[] columns() {
+        return CatalogV2Util.structTypeToV2Columns(schema, false);
+    }
+
+    @Override
+    public Transform[] partitioning() {
+        Transform[] transforms = new Transform[partitionColumns.length];
+        for (int i = 0; i < transforms.length; i++) {
+            transforms[i] = Expressions.identity(partitionColumns[i]);
+        }
+        return transforms;
+    }
+
+    @Override
+    public Map<String, String> properties() {
+        return properties;
+    }
+
+    @Override
+    public Set<TableCapability> capabilities() {
+        return pinnedVersion == null ? READ_WRITE : READ_ONLY;
+    }
+
+    @Override
+    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+        SparkSession spark = SparkSession.active();
+        Map<String, String> read = tableOptions();
+        read.putAll(options.asCaseSensitiveMap());
+        if (pinnedVersion != null) {
+            read.put("versionAsOf", pinnedVersion);
+        }
+        if (!nativeRead) {
+            // The same fallback as format("sleeper"): the Python data source reads the version.
+            Table python = new SleeperSource().getTable(schema, partitioning(), read);
+            return ((SupportsRead) python).newScanBuilder(new CaseInsensitiveStringMap(read));
+        }
+        HadoopFsRelation relation = handOver(spark, read);
+        Map<String, String> scanOptions = new HashMap<>(CollectionConverters.asJava(relation.options()));
+        scanOptions.putAll(options.asCaseSensitiveMap());
+        return new SleeperScanBuilder(spark.sqlContext().sparkSession(), new CatalogFileIndex(spark, relation.location()),
+                relation.schema(), relation.dataSchema(), new CaseInsensitiveStringMap(scanOptions));
+    }
+
+    @Override
+    public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+        Map<String, String> write = tableOptions();
+        write.putAll(info.options().asCaseSensitiveMap());
+        return new SleeperWriteBuilder(table, write);
+    }
+
+    /** The options a {@code format("sleeper")} read or write of this table takes: the catalog's, and its name. */
+    private Map<String, String> tableOptions() {
+        Map<String, String> options = new HashMap<>(catalog.options());
+        options.put("path", table);
+        return options;
+    }
+
+    private static HadoopFsRelation handOver(SparkSession spark, Map<String, String> options) {
+        FormatBridge driverSide = DriverSide.bridge("a read of a SQL catalog's table");
+        JsonNode files = DriverSide.answer(driverSide.handOver(spark, DriverSide.json(options),
+                DriverSide.sessionConf(spark)));
+        Path manifest = Path.of(files.get("manifest").asText());
+        try {
+            JsonNode columns = files.get("partitionColumns");
+            String[] partitionColumns = new String[columns.size()];
+            for (int i = 0; i < partitionColumns.length; i++) {
+                partitionColumns[i] = columns.get(i).asText();
+            }
+            return NativeTables.relation(spark, files.get("description").asText(), files.get("root").asText(),
+                    manifest.toString(), files.get("schema").asText(), partitionColumns);
+        } catch (IOException error) {
+            throw new UncheckedIOException(error);
+        } finally {
+            try {
+                Files.deleteIfExists(manifest);
+            } catch (IOException ignored) {
+                // a temporary file: the operating system's cleanup removes it
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+package sleeper.spark.catalog;
+
+import java.util.Map;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.connector.write.SupportsTruncate;
+import org.apache.spark.sql.connector.write.V1Write;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.sources.InsertableRelation;
+import sleeper.spark.DriverSide;
+import sleeper.spark.FormatBridge;
+
+/**
+ * A write into a catalog table ({@code INSERT INTO}, {@code INSERT OVERWRITE} of the whole table,
+ * {@code df.writeTo(...).append()}): Spark hands the rows over as a DataFrame (its V1 fallback),
+ * and the driver's Python side writes them with Spark's own Parquet writer and commits one
+ * snapshot, as {@code format("sleeper")} does.
+ */
+final class SleeperWriteBuilder implements SupportsTruncate {
+    private final String table;
+    private final Map<String, String> options;
+    private boolean overwrite;
+
+    /** Marks a write as the catalog's: where Spark's writer cannot reach the table, the Python data source writes it. */
+    static final String CATALOG_WRITE = "__sleeper_catalog_write";
+
+    SleeperWriteBuilder(String table, Map<String, String> options) {
+        this.table = table;
+        this.options = new java.util.HashMap<>(options);
+        this.options.put(CATALOG_WRITE, "true");
+    }
+
+    @Override
+    public WriteBuilder truncate() {
+        overwrite = true;
+        return this;
+    }
+
+    @Override
+    public Write build() {
+        String mode = overwrite ? "Overwrite" : "Append";
+        String description = (overwrite ? "an overwrite of " : "a write into ") + table;
+        return new V1Write() {
+            @Override
+            public InsertableRelation toInsertableRelation() {
+                // Spark passes overwrite=false here whatever the statement: the builder knows the mode.
+                return (Dataset<Row> data, boolean ignored) -> write(description, mode, data);
+            }
+        };
+    }
+
+    private void write(String description, String mode, Dataset<Row> data) {
+        org.apache.spark.sql.classic.Dataset<Row> rows = (org.apache.spark.sql.classic.Dataset<Row>) data;
+        org.apache.spark.sql.classic.SparkSession spark = rows.sparkSession();
+        FormatBridge driverSide = DriverSide.bridge(description);
+        DriverSide.answer(driverSide.write(spark, rows, mode, DriverSide.json(options), DriverSide.sessionConf(spark)));
+    }
+}

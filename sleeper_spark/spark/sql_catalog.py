@@ -1,0 +1,240 @@
+"""The Python side of the SQL catalog (the jar's ``sleeper.spark.catalog.SleeperCatalog``).
+
+Spark's catalog API runs in the JVM; the tables, their log and the catalog's registry stay here.
+The JVM sends one JSON request a call through the bridge ``format("sleeper")`` uses
+(:mod:`sleeper_spark.spark.format_bridge`), with the catalog's options (those of
+:meth:`Catalog.options`) under ``"options"``, and gets one JSON object back:
+
+- ``load`` ``{table, version?, timestampMicros?}``: the table's Spark schema, partition columns,
+  properties, current (or selected) version, and whether Spark's own Parquet reader and writer can
+  reach it (``native``; else the JVM reads through the Python data source and writes fall back to
+  it too); ``{"missing": <why>}`` for a table that does not exist.
+- ``list`` ``{namespace}``: the tables directly in a namespace.
+- ``namespaces`` ``{namespace}``: whether it exists and its child namespaces.
+- ``create`` ``{table, schema, partitionColumns, properties}``: the new table, as ``load``
+  answers, or ``{"exists": true}``.
+- ``metadata`` ``{table, kind, version?, timestampMicros?}``: the metadata table ``kind``
+  (``history``, ``files``) of a table, see :mod:`sleeper_spark.spark.metadata_tables`.
+- ``procedure`` ``{name}`` and ``call`` ``{name, arguments}``: the procedures of ``CALL``, see
+  :mod:`sleeper_spark.spark.procedures`.
+- ``alter`` ``{table, changes}``: ``ALTER TABLE``'s changes, each ``{"kind", ...}``; all are checked
+  before the first is committed, and each kind commits once (added columns together).
+- ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
+
+Names: a namespace is a prefix of a table's name, so Spark's ``lake.sales.orders`` is the
+table ``sales.orders`` (see :func:`namespace_of`). A namespace exists while a table's name has
+it as a prefix; ``CREATE NAMESPACE`` alone makes nothing visible, since sleeper catalogs keep no
+namespace records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import _parse_datatype_json_value as _parse_type
+
+from sleeper_spark.errors import (
+    ConfigError,
+    SchemaMismatchError,
+    SnapshotNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from sleeper_spark.spark import procedures
+from sleeper_spark.spark.jvm import native_entry
+from sleeper_spark.spark.metadata_tables import metadata_table
+from sleeper_spark.spark.native_read import native_root
+from sleeper_spark.spark.options import open_catalog
+from sleeper_spark.spark.reader import spark_schema
+from sleeper_spark.table import Catalog, Table
+
+PROVIDER = "sleeper"
+
+
+@dataclass(frozen=True)
+class _Request:
+    spark: Any
+    catalog: Catalog
+    body: Mapping[str, Any]
+
+
+def answer(spark: Any, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer to one request of the JVM catalog in ``spark`` (see the module's docstring)."""
+    operation = _OPERATIONS.get(str(request.get("op")))
+    if operation is None:
+        raise ConfigError(f"the SQL catalog asked for {request.get('op')!r}, which this version of sleeper_spark "
+                          "does not know: the jar and the Python package must be the same version")
+    return operation(_Request(spark, open_catalog(request["options"]), request))
+
+
+def namespace_of(table: str) -> tuple[str, ...]:
+    """The Spark namespace of a table name: every part but the last (``a.b.t`` is in ``a.b``)."""
+    return tuple(table.split(".")[:-1])
+
+
+def _load(request: _Request) -> dict[str, Any]:
+    try:
+        table = request.catalog.table(request.body["table"])
+    except TableNotFoundError as missing:
+        return {"missing": str(missing)}
+    version = _version(table, request.body)
+    return _described(request.spark, table, version, pinned=version is not None)
+
+
+def _version(table: Table, request: Mapping[str, Any]) -> int | None:
+    """The version ``VERSION AS OF`` or ``TIMESTAMP AS OF`` selects, or None for the current one."""
+    if request.get("version") is not None:
+        text = str(request["version"])
+        if not text.isdigit():
+            raise SnapshotNotFoundError(f"table {table.name!r} has versions numbered 2, 3, ...; "
+                                        f"VERSION AS OF {text!r} is not one")
+        version = int(text)
+        table.snapshot(version)  # SnapshotNotFoundError names the versions there are
+        return version
+    if request.get("timestampMicros") is not None:
+        at = datetime.fromtimestamp(int(request["timestampMicros"]) / 1_000_000, tz=timezone.utc)
+        return table.resolve_version(timestamp=at)
+    return None
+
+
+def _described(spark: Any, table: Table, version: int | None, pinned: bool) -> dict[str, Any]:
+    state = table.state(version)
+    properties = {**state.properties, "provider": PROVIDER, "location": table.location,
+                  "current-version": str(state.version)}
+    entry = native_entry(spark)
+    native = entry is not None and native_root(table, spark, entry, state.schema) is not None
+    return {"schema": spark_schema(state.schema, guarded=False).json(), "partitionColumns": list(state.partition_by),
+            "properties": properties, "version": state.version, "pinned": pinned, "native": native}
+
+
+def _list(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    names = request.catalog.tables()
+    tables = [name for name in names if namespace_of(name) == namespace]
+    exists = not namespace or any(namespace_of(name)[:len(namespace)] == namespace for name in names)
+    return {"tables": tables, "exists": exists}
+
+
+def _namespaces(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    below = [namespace_of(name) for name in request.catalog.tables()]
+    below = [parts for parts in below if parts[:len(namespace)] == namespace]
+    children = sorted({parts[len(namespace)] for parts in below if len(parts) > len(namespace)})
+    return {"exists": bool(below) or not namespace, "children": children}
+
+
+def _create(request: _Request) -> dict[str, Any]:
+    schema = StructType.fromJson(json.loads(request.body["schema"]))
+    properties = {str(k): str(v) for k, v in request.body.get("properties", {}).items()}
+    # Spark passes what the statement said (provider, comment, location, options) among the properties.
+    if properties.pop("provider", PROVIDER).lower() != PROVIDER:
+        raise ConfigError(f"a sleeper catalog's tables are sleeper tables: CREATE TABLE ... USING {PROVIDER} "
+                          "(or leave USING out)")
+    if "location" in properties:
+        raise ConfigError("a sleeper table lives under its name in the catalog's warehouse: leave LOCATION out")
+    try:
+        table = request.catalog.create_table(request.body["table"], schema,
+                                             partition_by=tuple(request.body["partitionColumns"]),
+                                             properties=properties)
+    except TableAlreadyExistsError:
+        return {"exists": True}
+    return _described(request.spark, table, None, pinned=False)
+
+
+def _metadata(request: _Request) -> dict[str, Any]:
+    try:
+        table = request.catalog.table(request.body["table"])
+    except TableNotFoundError as missing:
+        return {"missing": str(missing)}
+    found = metadata_table(table, str(request.body["kind"]), _version(table, request.body))
+    return found if found is not None else {"missing": f"no metadata table {request.body['kind']!r}"}
+
+
+def _procedure(request: _Request) -> dict[str, Any]:
+    name = str(request.body["name"])
+    found = procedures.spec(name)
+    if found is None:
+        return {"missing": f"there is no procedure {name!r}; the procedures: {sorted(procedures.PROCEDURES)}"}
+    return found
+
+
+def _call(request: _Request) -> dict[str, Any]:
+    return procedures.run(request.spark, request.catalog, str(request.body["name"]), request.body["arguments"])
+
+
+def _alter(request: _Request) -> dict[str, Any]:
+    table = request.catalog.table(request.body["table"])
+    changes = list(request.body["changes"])
+    for change in changes:
+        _check_change(table, change)
+    added = [StructField(c["name"], _spark_type(c["type"]), True) for c in changes if c["kind"] == "addColumn"]
+    if added:
+        table.add_columns(StructType(added))
+    for change in changes:
+        if change["kind"] == "widenColumn":
+            table.widen_column(change["name"], _spark_type(change["type"]))
+        elif change["kind"] == "dropColumn" and change["name"] in table.schema.names:
+            table.drop_column(change["name"])
+    set_ = {c["key"]: c["value"] for c in changes if c["kind"] == "setProperty"}
+    unset = tuple(c["key"] for c in changes if c["kind"] == "removeProperty")
+    if set_ or unset:
+        table.set_properties(set_, unset)
+    return _described(request.spark, table, None, pinned=False)
+
+
+def _check_change(table: Table, change: Mapping[str, Any]) -> None:
+    """Refuses, before anything is committed, a change a sleeper table cannot make, saying what to do."""
+    kind = change["kind"]
+    if kind not in ("addColumn", "widenColumn", "dropColumn", "setProperty", "removeProperty"):
+        raise ConfigError(f"table {table.name!r}: ALTER TABLE ... {kind} is not supported for sleeper tables; they "
+                          "take ADD COLUMNS, ALTER COLUMN ... TYPE (a widening), DROP COLUMN and SET/UNSET "
+                          "TBLPROPERTIES; nothing was changed")
+    if change.get("nested"):
+        raise ConfigError(f"table {table.name!r}: {change['name']!r} is a nested field; sleeper tables change "
+                          "top-level columns only; nothing was changed")
+    if kind == "addColumn" and (not change["nullable"] or change.get("positioned") or change.get("hasDefault")):
+        raise ConfigError(f"table {table.name!r}: a column is added as a nullable column at the end, with no "
+                          f"default (older files read it as null); {change['name']!r} asks for more; nothing was "
+                          "changed")
+    if kind == "dropColumn" and change["name"] not in table.schema.names and not change.get("ifExists"):
+        raise SchemaMismatchError(f"table {table.name!r} has no column {change['name']!r}; its columns: "
+                                  f"{table.schema.names}; nothing was changed")
+
+
+def _spark_type(text: str) -> Any:
+    return _parse_type(json.loads(text))
+
+
+def _drop(request: _Request) -> dict[str, Any]:
+    try:
+        request.catalog.drop_table(request.body["table"], purge=bool(request.body.get("purge")))
+    except TableNotFoundError:
+        return {"dropped": False}
+    return {"dropped": True}
+
+
+def _create_namespace(request: _Request) -> dict[str, Any]:
+    return {}  # namespaces are name prefixes: the first table created in one makes it visible
+
+
+def _drop_namespace(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    inside = [name for name in request.catalog.tables() if namespace_of(name)[:len(namespace)] == namespace]
+    if inside and not request.body.get("cascade"):
+        return {"nonEmpty": True}
+    for name in inside:
+        request.catalog.drop_table(name)
+    return {"dropped": bool(inside)}
+
+
+_OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
+    "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
+    "metadata": _metadata, "procedure": _procedure, "call": _call,
+    "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
+}
+
