@@ -13,9 +13,10 @@ which Spark updates once per successful task, so a retried or speculative attemp
 The driver then commits them: it lists no folder and reads no data file, except a file whose
 task could not describe (a file system its digesting stream cannot wrap, and a committer that
 publishes files only when the job commits), which it reads once for its size and checksum. An
-append keeps the files as Arrow columns from the facts to the log entry, with no Python object per file (:class:`~sleeper_spark.models.columnar.
-ColumnarAddFiles`); an overwrite, a write that adds columns and a group commit's append go
-through ``Table.commit_files`` with FileRefs, like every other write.
+append keeps the files as Arrow columns from the facts to the log entry, with no Python object
+per file (:class:`~sleeper_spark.models.columnar.ColumnarAddFiles`); an overwrite, a write that
+adds columns and a group commit's append go through ``Table.commit_files`` with FileRefs, like
+every other write.
 
 A job that fails commits nothing, and its directory is deleted (best effort). A driver killed
 mid-job leaves files that no version refers to: vacuum removes them after its retention.
