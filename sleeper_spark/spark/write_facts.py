@@ -34,7 +34,7 @@ from sleeper_spark.datafiles.stats import partition_value_to_string
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import DataType, TableSchema
 from sleeper_spark.models.stat_values import from_stat, to_stat
-from sleeper_spark.state.file_columns import ORDERABLE, PATH_HASH, FileLayout, path_hash
+from sleeper_spark.state.file_columns import ORDERABLE, PATH_HASH, FileLayout, path_hash, typed_array
 from sleeper_spark.storage.arrow_buffers import arrow_reader
 
 _INTEGERS = frozenset({"int8", "int16", "int32", "int64"})
@@ -127,23 +127,7 @@ def _bound(text: pa.Array, type_: DataType, arrow_type: pa.DataType) -> pa.Array
         pass  # a bound Arrow will not convert exactly: value by value, as the stored form says
     stored = _stored_form(type_)
     values = [None if t is None else from_stat(stored(t), type_) for t in text.to_pylist()]
-    return _typed(values, arrow_type)
-
-
-def _typed(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
-    """Values as an array of ``arrow_type``; a value that does not fit becomes null (unknown)."""
-    try:
-        return pa.array(values, arrow_type)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return pa.array([_fits(v, arrow_type) for v in values], arrow_type)
-
-
-def _fits(value: Any, arrow_type: pa.DataType) -> Any:
-    try:
-        pa.array([value], arrow_type)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return None
-    return value
+    return typed_array(values, arrow_type)
 
 
 def _stored_form(type_: DataType) -> Callable[[str], Any]:

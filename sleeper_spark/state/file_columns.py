@@ -89,10 +89,10 @@ class FileLayout:
                 arrow_type = schema.field(f"min.{field.name}").type
                 # Booleans, numbers and strings are stored as themselves: no conversion per value.
                 stored_as_is = field.type.name not in _CONVERTED
-                columns[f"min.{field.name}"] = _typed(
+                columns[f"min.{field.name}"] = typed_array(
                     [(s.min if stored_as_is else from_stat(s.min, field.type)) if s else None for s in stats],
                     arrow_type)
-                columns[f"max.{field.name}"] = _typed(
+                columns[f"max.{field.name}"] = typed_array(
                     [(s.max if stored_as_is else from_stat(s.max, field.type)) if s else None for s in stats],
                     arrow_type)
             columns[f"null_count.{field.name}"] = [s.null_count if s else None for s in stats]
@@ -132,7 +132,7 @@ class FileLayout:
         return files
 
 
-def _typed(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
+def typed_array(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
     """Values as an array of ``arrow_type``; a value that does not fit becomes null (unknown)."""
     try:
         return pa.array(values, arrow_type)

@@ -9,6 +9,7 @@ the plan, not assumed.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,19 +27,27 @@ pytestmark = pytest.mark.spark
 ORDERS = "CREATE TABLE lake.sales.orders (id BIGINT, day STRING, amount DOUBLE) USING sleeper PARTITIONED BY (day)"
 
 
-@pytest.fixture
-def lake(spark: SparkSession, catalog: ss.Catalog) -> Iterator[ss.Catalog]:
-    """``catalog`` as the Spark catalog ``lake``, set on the running session as a user may."""
-    conf = catalog_conf("lake", catalog)
+@contextmanager
+def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
+    """Session settings (catalogs among them) for the ``with`` block, set on the running session
+    as a user may. Spark keeps a catalog instance per name, so its instances are dropped before
+    and after: each block's catalogs are its own."""
     for key, value in conf.items():
         spark.conf.set(key, value)
+    spark._jsparkSession.sessionState().catalogManager().reset()
     try:
-        yield catalog
+        yield
     finally:
         for key in conf:
             spark.conf.unset(key)
-        # Spark keeps a catalog instance per name: the next test's warehouse needs a new one.
         spark._jsparkSession.sessionState().catalogManager().reset()
+
+
+@pytest.fixture
+def lake(spark: SparkSession, catalog: ss.Catalog) -> Iterator[ss.Catalog]:
+    """``catalog`` as the Spark catalog ``lake``."""
+    with session_conf(spark, catalog_conf("lake", catalog)):
+        yield catalog
 
 
 def test_configure_spark_writes_the_catalog_class_and_every_option(catalog: ss.Catalog) -> None:
@@ -238,17 +247,11 @@ def test_two_catalogs_side_by_side_and_a_default_one(spark: SparkSession, lake: 
     other = ss.Catalog.local(str(tmp_path / "other"))
     other.create_table("db.t", pa.schema([("id", pa.int64())])).write(pa.table({"id": [7]}))
     lake.create_table("db.t", pa.schema([("id", pa.int64())])).write(pa.table({"id": [1]}))
-    conf = {**catalog_conf("other", other), "spark.sql.defaultCatalog": "lake"}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    spark._jsparkSession.sessionState().catalogManager().reset()
-    try:
+    with session_conf(spark, {**catalog_conf("lake", lake), **catalog_conf("other", other),
+                              "spark.sql.defaultCatalog": "lake"}):
         # When each is read by its name, and the default one without a catalog name
         both = spark.sql("SELECT l.id AS mine, o.id AS theirs FROM lake.db.t l CROSS JOIN other.db.t o").collect()
         unqualified = spark.sql("SELECT id FROM db.t").collect()
-    finally:
-        for key in conf:
-            spark.conf.unset(key)
 
     # Then each name reaches its own warehouse
     assert [(r["mine"], r["theirs"]) for r in both] == [(1, 7)]
@@ -260,11 +263,7 @@ def test_ddl_and_dml_on_dynamodb_and_s3(spark: SparkSession, request: pytest.Fix
     # Given a catalog on DynamoDB Local + SeaweedFS (which this session's Hadoop cannot open, so
     # reads and writes take the Python data source) as the Spark catalog lake
     aws = catalogs.make_catalog("aws", request, tmp_path)
-    conf = catalog_conf("lake", aws)
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    spark._jsparkSession.sessionState().catalogManager().reset()
-    try:
+    with session_conf(spark, catalog_conf("lake", aws)):
         # When a table is created, inserted into, appended to, overwritten, read and dropped with SQL
         spark.sql(ORDERS)
         spark.sql("INSERT INTO lake.sales.orders VALUES (1, '2024-01-01', 1.5), (2, '2024-01-02', 2.5)")
@@ -276,10 +275,6 @@ def test_ddl_and_dml_on_dynamodb_and_s3(spark: SparkSession, request: pytest.Fix
         overwritten = spark.table("lake.sales.orders").collect()
         operations = [s.operation for s in aws.table("sales.orders").history()]
         spark.sql("DROP TABLE lake.sales.orders")
-    finally:
-        for key in conf:
-            spark.conf.unset(key)
-        spark._jsparkSession.sessionState().catalogManager().reset()
 
     # Then each statement did what it does on the local disk
     assert appended == [1, 2, 3, 4]

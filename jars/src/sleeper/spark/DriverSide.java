@@ -4,6 +4,7 @@ import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 
 /**
  * The driver's Python side as the JVM classes outside this package reach it: the one
@@ -23,6 +24,11 @@ public final class DriverSide {
     /** The bridge's answer as JSON, or the error it reports raised as an exception. */
     public static JsonNode answer(String json) {
         return SleeperSource.answer(json);
+    }
+
+    /** The relation over the files of the version a read with {@code options} selects (see {@code handOver}). */
+    public static HadoopFsRelation handOver(SparkSession spark, Map<String, String> options, String what) {
+        return SleeperSource.handOver(spark, options, what);
     }
 
     /** The session's {@code spark.sleeper.*} settings as the bridge takes them. */

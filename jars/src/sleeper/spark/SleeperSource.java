@@ -19,6 +19,7 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.CreatableRelationProvider;
@@ -110,10 +111,16 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
     /** A batch read: Spark's Parquet reader over a file index of the version the options select. */
     @Override
     public BaseRelation createRelation(SQLContext sqlContext, scala.collection.immutable.Map<String, String> parameters) {
-        SparkSession spark = (SparkSession) sqlContext.sparkSession();
-        FormatBridge driverSide = requireBridge("a read");
-        JsonNode files = answer(driverSide.handOver(spark, json(CollectionConverters.asJava(parameters)),
-                sessionConf(spark)));
+        return handOver((SparkSession) sqlContext.sparkSession(), CollectionConverters.asJava(parameters), "a read");
+    }
+
+    /**
+     * The relation over the files of the version a read with {@code options} selects, asked of the
+     * driver's Python side: what {@code format("sleeper")} and the SQL catalog's tables read.
+     */
+    static HadoopFsRelation handOver(SparkSession spark, Map<String, String> options, String what) {
+        FormatBridge driverSide = requireBridge(what);
+        JsonNode files = answer(driverSide.handOver(spark, json(options), sessionConf(spark)));
         Path manifest = Path.of(files.get("manifest").asText());
         try {
             JsonNode columns = files.get("partitionColumns");

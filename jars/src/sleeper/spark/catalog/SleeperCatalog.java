@@ -101,13 +101,7 @@ public final class SleeperCatalog implements TableCatalog, SupportsNamespaces, P
         String table = TableNames.of(ident);
         ObjectNode request = request("load");
         request.put("table", table);
-        if (version != null) {
-            request.put("version", version);
-        }
-        if (timestampMicros != null) {
-            request.put("timestampMicros", timestampMicros);
-        }
-        JsonNode answer = call(request);
+        JsonNode answer = call(atVersion(request, version, timestampMicros));
         if (answer.hasNonNull("missing")) {
             return metadataTable(ident, version, timestampMicros);
         }
@@ -127,17 +121,22 @@ public final class SleeperCatalog implements TableCatalog, SupportsNamespaces, P
         ObjectNode request = request("metadata");
         request.put("table", TableNames.of(owner));
         request.put("kind", ident.name());
+        JsonNode answer = call(atVersion(request, version, timestampMicros));
+        if (answer.hasNonNull("missing")) {
+            throw new NoSuchTableException(ident);
+        }
+        return MetadataTable.of(name + "." + ident, answer);
+    }
+
+    /** {@code request} with the version time travel selects ({@code VERSION AS OF} or {@code TIMESTAMP AS OF}), if any. */
+    private static ObjectNode atVersion(ObjectNode request, String version, Long timestampMicros) {
         if (version != null) {
             request.put("version", version);
         }
         if (timestampMicros != null) {
             request.put("timestampMicros", timestampMicros);
         }
-        JsonNode answer = call(request);
-        if (answer.hasNonNull("missing")) {
-            throw new NoSuchTableException(ident);
-        }
-        return MetadataTable.of(name + "." + ident, answer);
+        return request;
     }
 
     @Override

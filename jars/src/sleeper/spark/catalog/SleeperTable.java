@@ -1,9 +1,5 @@
 package sleeper.spark.catalog;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Map;
@@ -29,8 +25,6 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.jdk.javaapi.CollectionConverters;
 import sleeper.spark.DriverSide;
-import sleeper.spark.FormatBridge;
-import sleeper.spark.NativeTables;
 import sleeper.spark.SleeperSource;
 
 /**
@@ -125,7 +119,7 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
             Table python = new SleeperSource().getTable(schema, partitioning(), read);
             return ((SupportsRead) python).newScanBuilder(new CaseInsensitiveStringMap(read));
         }
-        HadoopFsRelation relation = handOver(spark, read);
+        HadoopFsRelation relation = DriverSide.handOver(spark, read, "a read of a SQL catalog's table");
         Map<String, String> scanOptions = new HashMap<>(CollectionConverters.asJava(relation.options()));
         scanOptions.putAll(options.asCaseSensitiveMap());
         return new SleeperScanBuilder(spark.sqlContext().sparkSession(), new CatalogFileIndex(spark, relation.location()),
@@ -144,29 +138,5 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
         Map<String, String> options = new HashMap<>(catalog.options());
         options.put("path", table);
         return options;
-    }
-
-    private static HadoopFsRelation handOver(SparkSession spark, Map<String, String> options) {
-        FormatBridge driverSide = DriverSide.bridge("a read of a SQL catalog's table");
-        JsonNode files = DriverSide.answer(driverSide.handOver(spark, DriverSide.json(options),
-                DriverSide.sessionConf(spark)));
-        Path manifest = Path.of(files.get("manifest").asText());
-        try {
-            JsonNode columns = files.get("partitionColumns");
-            String[] partitionColumns = new String[columns.size()];
-            for (int i = 0; i < partitionColumns.length; i++) {
-                partitionColumns[i] = columns.get(i).asText();
-            }
-            return NativeTables.relation(spark, files.get("description").asText(), files.get("root").asText(),
-                    manifest.toString(), files.get("schema").asText(), partitionColumns);
-        } catch (IOException error) {
-            throw new UncheckedIOException(error);
-        } finally {
-            try {
-                Files.deleteIfExists(manifest);
-            } catch (IOException ignored) {
-                // a temporary file: the operating system's cleanup removes it
-            }
-        }
     }
 }
