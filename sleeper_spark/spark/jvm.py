@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENTRY_CLASS = "sleeper.spark.NativeTables"
-SQL_CATALOG_CLASS = "sleeper.spark.catalog.SleeperCatalog"
+SQL_CATALOG_CLASS = "sleeper.spark.SleeperCatalog"
 # Outside ``spark.sleeper.``, whose keys are the data source's options.
 NATIVE_CONF = "spark.sleeper_spark.native"
 _JARS_DIR = Path(__file__).resolve().parent.parent / "jars"

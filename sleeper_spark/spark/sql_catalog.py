@@ -1,4 +1,4 @@
-"""The Python side of the SQL catalog (the jar's ``sleeper.spark.catalog.SleeperCatalog``).
+"""The Python side of the SQL catalog (the jar's ``sleeper.spark.SleeperCatalog``).
 
 Spark's catalog API runs in the JVM; the tables, their log and the catalog's registry stay here.
 The JVM sends one JSON request a call through the bridge ``format("sleeper")`` uses

@@ -1,4 +1,4 @@
-"""The SQL catalog (``sleeper.spark.catalog.SleeperCatalog``): named tables in Spark SQL and in
+"""The SQL catalog (``sleeper.spark.SleeperCatalog``): named tables in Spark SQL and in
 Spark's table APIs, over the same tables, log and commits as the Python API.
 
 Each statement's result is compared with the rows the Python API gives for the same table, and
@@ -64,7 +64,7 @@ def test_configure_spark_writes_the_catalog_class_and_every_option(catalog: ss.C
     conf = ss.configure_spark(Builder(), catalogs={"lake": catalog})._options
 
     # Then the catalog class and each of catalog.options() are set under spark.sql.catalog.lake
-    assert conf["spark.sql.catalog.lake"] == "sleeper.spark.catalog.SleeperCatalog"
+    assert conf["spark.sql.catalog.lake"] == "sleeper.spark.SleeperCatalog"
     for key, value in catalog.options().items():
         assert conf[f"spark.sql.catalog.lake.{key}"] == value
 

@@ -21,13 +21,13 @@ import org.apache.spark.sql.types.StructType;
  * {@code sleeper_spark.spark.procedures}); a parameter other than {@code table} may be left out.
  */
 final class SleeperProcedure implements UnboundProcedure, BoundProcedure {
-    private final SleeperCatalog catalog;
+    private final CatalogOfTables catalog;
     private final String name;
     private final String description;
     private final ProcedureParameter[] parameters;
     private final String[] types;
 
-    private SleeperProcedure(SleeperCatalog catalog, String name, String description, ProcedureParameter[] parameters,
+    private SleeperProcedure(CatalogOfTables catalog, String name, String description, ProcedureParameter[] parameters,
                              String[] types) {
         this.catalog = catalog;
         this.name = name;
@@ -37,7 +37,7 @@ final class SleeperProcedure implements UnboundProcedure, BoundProcedure {
     }
 
     /** The procedure the Python side described: {@code {"parameters": [{"name", "type", "required"}], "description"}}. */
-    static SleeperProcedure of(SleeperCatalog catalog, String name, JsonNode spec) {
+    static SleeperProcedure of(CatalogOfTables catalog, String name, JsonNode spec) {
         List<ProcedureParameter> parameters = new ArrayList<>();
         List<String> types = new ArrayList<>();
         for (JsonNode parameter : spec.get("parameters")) {

@@ -38,7 +38,7 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
     private static final Set<TableCapability> READ_WRITE = EnumSet.of(TableCapability.BATCH_READ,
             TableCapability.V1_BATCH_WRITE, TableCapability.TRUNCATE);
 
-    private final SleeperCatalog catalog;
+    private final CatalogOfTables catalog;
     private final Identifier ident;
     private final String table;
     private final StructType schema;
@@ -47,7 +47,7 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
     private final String pinnedVersion; // null: the current version, writable
     private final boolean nativeRead; // false: Spark's Hadoop cannot open the table, the Python source reads it
 
-    private SleeperTable(SleeperCatalog catalog, Identifier ident, String table, StructType schema,
+    private SleeperTable(CatalogOfTables catalog, Identifier ident, String table, StructType schema,
                          String[] partitionColumns, Map<String, String> properties, String pinnedVersion,
                          boolean nativeRead) {
         this.catalog = catalog;
@@ -61,7 +61,7 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
     }
 
     /** The table the Python side described: {@code {"schema", "partitionColumns", "properties", "version", "pinned"}}. */
-    static SleeperTable of(SleeperCatalog catalog, Identifier ident, String table, JsonNode answer) {
+    static SleeperTable of(CatalogOfTables catalog, Identifier ident, String table, JsonNode answer) {
         StructType schema = (StructType) DataType.fromJson(answer.get("schema").asText());
         JsonNode columns = answer.get("partitionColumns");
         String[] partitionColumns = new String[columns.size()];

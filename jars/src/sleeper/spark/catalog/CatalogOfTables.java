@@ -34,16 +34,17 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import sleeper.spark.DriverSide;
 
 /**
- * The tables of one sleeper_spark catalog as a Spark catalog:
- * {@code spark.sql.catalog.<name>=sleeper.spark.catalog.SleeperCatalog}, with the catalog's
- * options (those of {@code Catalog.options()}) as {@code spark.sql.catalog.<name>.<key>}.
+ * The tables of one sleeper_spark catalog as a Spark catalog, configured under the name of its
+ * public class {@link sleeper.spark.SleeperCatalog}:
+ * {@code spark.sql.catalog.<name>=sleeper.spark.SleeperCatalog}, with the catalog's options (those
+ * of {@code Catalog.options()}) as {@code spark.sql.catalog.<name>.<key>}.
  *
  * <p>A namespace is a prefix of a table's name: {@code lake.sales.orders} is the table
  * {@code sales.orders}, and {@code lake.a.b.t} is {@code a.b.t}. The log, the commit protocol
  * and the catalog's registry stay in Python: every call here is one request to the driver's
  * Python side through the bridge {@code format("sleeper")} uses.
  */
-public final class SleeperCatalog implements TableCatalog, SupportsNamespaces, ProcedureCatalog {
+public class CatalogOfTables implements TableCatalog, SupportsNamespaces, ProcedureCatalog {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private String name;
