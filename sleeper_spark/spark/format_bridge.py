@@ -30,7 +30,6 @@ from sleeper_spark.commit import idempotent_repeat
 from sleeper_spark.errors import ConfigError, SleeperSparkError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import TableSchema
 from sleeper_spark.spark import helper
-from sleeper_spark.spark.helper import checked_data
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import hand_over, native_root
 from sleeper_spark.spark.native_write import write_native
@@ -179,7 +178,7 @@ def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
     if partition_by and partition_by != state.partition_by:
         raise ConfigError(f"table {table.name!r} is partitioned by {list(state.partition_by)}, "
                           f"not {list(partition_by)}; nothing was written")
-    df, merge = checked_data(table.name, df, state.schema, settings.merge_schema)
+    df, merge = helper.checked_data(table.name, df, state.schema, settings.merge_schema)
     earlier = idempotent_repeat(state, settings.app_id, settings.app_version)
     if earlier is not None:
         return {"version": earlier.version}

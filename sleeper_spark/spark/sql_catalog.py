@@ -77,6 +77,11 @@ def namespace_of(table: str) -> tuple[str, ...]:
     return tuple(table.split(".")[:-1])
 
 
+def _inside(table: str, namespace: tuple[str, ...]) -> bool:
+    """Whether ``table`` is in ``namespace`` or in one nested in it."""
+    return namespace_of(table)[:len(namespace)] == namespace
+
+
 def _load(request: _Request) -> dict[str, Any]:
     try:
         table = request.catalog.table(request.body["table"])
@@ -87,19 +92,14 @@ def _load(request: _Request) -> dict[str, Any]:
 
 
 def _version(table: Table, request: Mapping[str, Any]) -> int | None:
-    """The version ``VERSION AS OF`` or ``TIMESTAMP AS OF`` selects, or None for the current one."""
-    if request.get("version") is not None:
-        text = str(request["version"])
-        if not text.isdigit():
-            raise SnapshotNotFoundError(f"table {table.name!r} has versions numbered 2, 3, ...; "
-                                        f"VERSION AS OF {text!r} is not one")
-        version = int(text)
-        table.snapshot(version)  # SnapshotNotFoundError names the versions there are
-        return version
-    if request.get("timestampMicros") is not None:
-        at = datetime.fromtimestamp(int(request["timestampMicros"]) / 1_000_000, tz=timezone.utc)
-        return table.resolve_version(timestamp=at)
-    return None
+    """The version ``VERSION AS OF`` or ``TIMESTAMP AS OF`` selects (checked to exist), or None for the current one."""
+    version = request.get("version")
+    if version is not None and not str(version).isdigit():
+        raise SnapshotNotFoundError(f"table {table.name!r} has versions numbered 2, 3, ...; "
+                                    f"VERSION AS OF {version!r} is not one")
+    micros = request.get("timestampMicros")
+    at = None if micros is None else datetime.fromtimestamp(int(micros) / 1_000_000, tz=timezone.utc)
+    return table.resolve_version(None if version is None else int(version), at)
 
 
 def _described(spark: Any, table: Table, version: int | None, pinned: bool) -> dict[str, Any]:
@@ -116,14 +116,13 @@ def _list(request: _Request) -> dict[str, Any]:
     namespace = tuple(request.body["namespace"])
     names = request.catalog.tables()
     tables = [name for name in names if namespace_of(name) == namespace]
-    exists = not namespace or any(namespace_of(name)[:len(namespace)] == namespace for name in names)
+    exists = not namespace or any(_inside(name, namespace) for name in names)
     return {"tables": tables, "exists": exists}
 
 
 def _namespaces(request: _Request) -> dict[str, Any]:
     namespace = tuple(request.body["namespace"])
-    below = [namespace_of(name) for name in request.catalog.tables()]
-    below = [parts for parts in below if parts[:len(namespace)] == namespace]
+    below = [namespace_of(name) for name in request.catalog.tables() if _inside(name, namespace)]
     children = sorted({parts[len(namespace)] for parts in below if len(parts) > len(namespace)})
     return {"exists": bool(below) or not namespace, "children": children}
 
@@ -224,7 +223,7 @@ def _create_namespace(request: _Request) -> dict[str, Any]:
 
 def _drop_namespace(request: _Request) -> dict[str, Any]:
     namespace = tuple(request.body["namespace"])
-    inside = [name for name in request.catalog.tables() if namespace_of(name)[:len(namespace)] == namespace]
+    inside = [name for name in request.catalog.tables() if _inside(name, namespace)]
     if inside and not request.body.get("cascade"):
         return {"nonEmpty": True}
     for name in inside:
