@@ -69,7 +69,7 @@ class FormatBridge:
     def route(self, jsession: Any, options: str, session_conf: str) -> str:
         return _answer(lambda: _route(self._session(jsession), _options(options, session_conf)))
 
-    def handOver(self, jsession: Any, options: str, session_conf: str) -> str:  # the Java interface names it
+    def handOver(self, jsession: Any, options: str, session_conf: str) -> str:  # Java name
         return _answer(lambda: _hand_over(self._session(jsession), _options(options, session_conf)))
 
     def write(self, jsession: Any, jdf: Any, mode: str, options: str, session_conf: str) -> str:
@@ -92,6 +92,19 @@ class FormatBridge:
             given = json.loads(request)
             given["options"] = _options(json.dumps(given.get("options", {})), session_conf)
             return answer(self._session(jsession), given)
+
+        return _answer(run)
+
+    def changeRows(self, jsession: Any, request: str, jsource: Any, session_conf: str) -> str:  # Java name
+        from pyspark.sql import DataFrame
+
+        from sleeper_spark.spark.sql_row_changes import answer
+
+        def run() -> dict[str, Any]:
+            spark = self._session(jsession)
+            given = json.loads(request)
+            given["options"] = _options(json.dumps(given.get("options", {})), session_conf)
+            return answer(spark, given, None if jsource is None else DataFrame(jsource, spark))
 
         return _answer(run)
 

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 ENTRY_CLASS = "sleeper.spark.NativeTables"
 SQL_CATALOG_CLASS = "sleeper.spark.SleeperCatalog"
+# MERGE INTO, UPDATE and DELETE FROM on the SQL catalog's tables (a static setting: set before the session starts).
+EXTENSIONS_CLASS = "sleeper.spark.SleeperExtensions"
 # Outside ``spark.sleeper.``, whose keys are the data source's options.
 NATIVE_CONF = "spark.sleeper_spark.native"
 _JARS_DIR = Path(__file__).resolve().parent.parent / "jars"
@@ -60,6 +62,9 @@ def configure_spark(builder: Builder, catalogs: Mapping[str, Catalog] | None = N
         jars.append(jar)
     configured: Any = builder
     configured = configured.config("spark.jars", ",".join(jars))
+    extensions = [e for e in options.get("spark.sql.extensions", "").split(",") if e]
+    if EXTENSIONS_CLASS not in extensions:
+        configured = configured.config("spark.sql.extensions", ",".join([*extensions, EXTENSIONS_CLASS]))
     for key, value in _SESSION_CONF.items():
         if key not in options:
             configured = configured.config(key, value)

@@ -79,6 +79,14 @@ class MergeBuilder:
         self._not_matched.append(_Clause("insert", condition, checked_values(values, "values")))
         return self
 
+    def when_not_matched_by_source_update(self, set: Mapping[str, str], condition: str | None = None) -> MergeBuilder:
+        """Updates target rows no source row matches; ``set`` names target columns only (there is no source row)."""
+        values = checked_values(set, "set")
+        if not values:
+            raise ConfigError("when_not_matched_by_source_update needs set={'column': 'Spark SQL expression', ...}")
+        self._not_matched_by_source.append(_Clause("update", condition, values))
+        return self
+
     def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeBuilder:
         self._not_matched_by_source.append(_Clause("delete", condition, None))
         return self
@@ -191,7 +199,7 @@ class MergeBuilder:
 
     def _check_columns(self, columns: Sequence[str]) -> None:
         source_columns = set(self._source.columns)
-        for clause in (*self._matched, *self._not_matched):
+        for clause in (*self._matched, *self._not_matched, *self._not_matched_by_source):
             if clause.kind == "delete":
                 continue
             if clause.values is None:

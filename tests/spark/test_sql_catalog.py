@@ -8,8 +8,6 @@ the plan, not assumed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,33 +19,11 @@ from pyspark.sql import SparkSession
 import sleeper_spark as ss
 from sleeper_spark.spark.jvm import catalog_conf
 from tests.fixtures import catalogs
+from tests.fixtures.sql_catalog import session_conf
 
 pytestmark = pytest.mark.spark
 
 ORDERS = "CREATE TABLE lake.sales.orders (id BIGINT, day STRING, amount DOUBLE) USING sleeper PARTITIONED BY (day)"
-
-
-@contextmanager
-def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
-    """Session settings (catalogs among them) for the ``with`` block, set on the running session
-    as a user may. Spark keeps a catalog instance per name, so its instances are dropped before
-    and after: each block's catalogs are its own."""
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    spark._jsparkSession.sessionState().catalogManager().reset()
-    try:
-        yield
-    finally:
-        for key in conf:
-            spark.conf.unset(key)
-        spark._jsparkSession.sessionState().catalogManager().reset()
-
-
-@pytest.fixture
-def lake(spark: SparkSession, catalog: ss.Catalog) -> Iterator[ss.Catalog]:
-    """``catalog`` as the Spark catalog ``lake``."""
-    with session_conf(spark, catalog_conf("lake", catalog)):
-        yield catalog
 
 
 def test_configure_spark_writes_the_catalog_class_and_every_option(catalog: ss.Catalog) -> None:

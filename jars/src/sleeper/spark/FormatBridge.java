@@ -41,4 +41,12 @@ public interface FormatBridge {
      * {@code "options"}; the answer is one JSON object (see {@code sleeper_spark.spark.sql_catalog}).
      */
     String catalog(SparkSession spark, String request, String sessionConf);
+
+    /**
+     * A SQL catalog's {@code MERGE INTO}, {@code UPDATE} or {@code DELETE FROM}: {@code request}
+     * is a JSON object with {@code "op"} (merge, update, delete), the table, the catalog's options
+     * and the statement's conditions and values as Spark SQL; {@code source} holds a merge's
+     * source rows (null otherwise). The answer is rows, as a procedure's.
+     */
+    String changeRows(SparkSession spark, String request, Dataset<Row> source, String sessionConf);
 }

@@ -337,6 +337,18 @@ public class CatalogOfTables implements TableCatalog, SupportsNamespaces, Proced
         return request;
     }
 
+    /** A MERGE, UPDATE or DELETE (see {@link RowChangeRule}); {@code source} is a merge's source rows. */
+    JsonNode changeRows(ObjectNode request, org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> source) {
+        SparkSession spark = SparkSession.active();
+        request.set("options", JSON.valueToTree(options));
+        try {
+            return DriverSide.answer(DriverSide.bridge("the SQL catalog " + name)
+                    .changeRows(spark, JSON.writeValueAsString(request), source, DriverSide.sessionConf(spark)));
+        } catch (IOException error) {
+            throw new UncheckedIOException(error);
+        }
+    }
+
     JsonNode call(ObjectNode request) {
         SparkSession spark = SparkSession.active();
         try {

@@ -36,7 +36,7 @@ import sleeper.spark.SleeperSource;
 final class SleeperTable implements SupportsRead, SupportsWrite {
     private static final Set<TableCapability> READ_ONLY = EnumSet.of(TableCapability.BATCH_READ);
     private static final Set<TableCapability> READ_WRITE = EnumSet.of(TableCapability.BATCH_READ,
-            TableCapability.V1_BATCH_WRITE, TableCapability.TRUNCATE);
+            TableCapability.V1_BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.AUTOMATIC_SCHEMA_EVOLUTION);
 
     private final CatalogOfTables catalog;
     private final Identifier ident;
@@ -75,6 +75,24 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
         String pinned = answer.path("pinned").asBoolean(false) ? answer.get("version").asText() : null;
         return new SleeperTable(catalog, ident, table, schema, partitionColumns, properties, pinned,
                 answer.path("native").asBoolean(false));
+    }
+
+    CatalogOfTables catalog() {
+        return catalog;
+    }
+
+    /** The table's name in its sleeper catalog ({@code db.t}). */
+    String tableName() {
+        return table;
+    }
+
+    /** Refuses a change of a table loaded at a version ({@code VERSION AS OF}): it is read only. */
+    void checkWritable(String statement) {
+        if (pinnedVersion != null) {
+            throw new UnsupportedOperationException("sleeper_spark.errors.ConfigError: " + name() + " at version "
+                    + pinnedVersion + " is read only; " + statement + " changes the current version: leave out "
+                    + "VERSION AS OF / TIMESTAMP AS OF");
+        }
     }
 
     @Override

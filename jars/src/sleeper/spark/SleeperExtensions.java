@@ -1,0 +1,27 @@
+package sleeper.spark;
+
+import org.apache.spark.sql.SparkSessionExtensions;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+import sleeper.spark.catalog.RowChangeRule;
+
+/**
+ * The session extension that gives a sleeper catalog's tables {@code MERGE INTO}, {@code UPDATE}
+ * and {@code DELETE FROM}: {@code spark.sql.extensions=sleeper.spark.SleeperExtensions} (which
+ * {@code ss.configure_spark} sets). Spark plans these statements only for tables that hand it
+ * their own row-level rewrite; this extension instead hands each statement, once Spark has
+ * resolved it, to the same copy-on-write builders as {@code t.merge}, {@code t.update} and
+ * {@code t.delete_where}, so SQL and Python change rows one way (see {@link RowChangeRule}).
+ */
+public final class SleeperExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+    @Override
+    public BoxedUnit apply(SparkSessionExtensions extensions) {
+        extensions.injectResolutionRule(new AbstractFunction1<>() {
+            @Override
+            public RowChangeRule apply(org.apache.spark.sql.SparkSession session) {
+                return new RowChangeRule();
+            }
+        });
+        return BoxedUnit.UNIT;
+    }
+}
