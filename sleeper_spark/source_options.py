@@ -60,6 +60,7 @@ class SourceOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
     SCOPES: ClassVar[tuple[Scope, ...]] = ("read", "write", "stream source", "stream sink")
+    BATCH_ONLY: ClassVar[tuple[str, ...]] = ()  # fields that are options of a batch read or write only
 
     table: str = Field(description="the table; `save(name)` and `load(name)` set it through `path`")
     path: str | None = Field(default=None, description="what `save(name)` and `load(name)` set: the table",
@@ -79,6 +80,8 @@ class WriteOptions(SourceOptions):
     """The options of a ``save`` (and of each micro-batch of a streaming write)."""
 
     SCOPES: ClassVar[tuple[Scope, ...]] = ("write", "stream sink")
+    # A streaming sink only appends: which part of the table an overwrite replaces means nothing there.
+    BATCH_ONLY: ClassVar[tuple[str, ...]] = ("replace_where", "partition_overwrite_mode")
 
     partition_by: tuple[str, ...] | None = Field(
         default=None, description="comma-separated partition columns, used when the save creates the table; "
@@ -104,6 +107,20 @@ class WriteOptions(SourceOptions):
     row_group_rows: int = Field(default=DEFAULT_ROW_GROUP_ROWS, gt=0, description="rows per Parquet row group")
     merge_schema: TrueOrFalse = Field(default=False, alias="mergeSchema", description="columns the data adds "
                                       "become table columns in the same commit")
+    replace_where: OptionalText = Field(
+        default=None, alias="replaceWhere",
+        description="an overwrite replaces only the partitions this Spark SQL condition over partition columns "
+                    "holds for; every written row must be in one of them")
+    partition_overwrite_mode: Literal["static", "dynamic"] = Field(
+        default="static", alias="partitionOverwriteMode",
+        description="`dynamic`: an overwrite replaces only the partitions the data has rows in; `static`: "
+                    "the whole table")
+
+    @field_validator("partition_overwrite_mode", mode="before")
+    @classmethod
+    def _mode_in_any_case(cls, value: Any) -> Any:
+        # Spark reads its partitionOverwriteMode in any case (DYNAMIC).
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("partition_by", mode="before")
     @classmethod
@@ -218,6 +235,18 @@ class StreamReadOptions(ScanOptions):
 
 
 SOURCE_MODELS: tuple[type[SourceOptions], ...] = (WriteOptions, StreamWriteOptions, ReadOptions, StreamReadOptions)
-SOURCE_OPTION_SPECS: tuple[OptionSpec, ...] = tuple(
-    spec for model in SOURCE_MODELS for spec in specs_of(model, model.SCOPES)
-)
+
+
+def _model_specs(model: type[SourceOptions]) -> list[OptionSpec]:
+    """The specs of ``model``'s fields; those in its ``BATCH_ONLY`` apply to batch reads and writes only."""
+    batch_scopes = frozenset(("read", "write"))
+    specs = []
+    for spec in specs_of(model, model.SCOPES):
+        if spec.field_path[-1] in model.BATCH_ONLY:
+            spec = spec.model_copy(update={"scopes": spec.scopes & batch_scopes})
+        if spec.scopes:
+            specs.append(spec)
+    return specs
+
+
+SOURCE_OPTION_SPECS: tuple[OptionSpec, ...] = tuple(spec for model in SOURCE_MODELS for spec in _model_specs(model))

@@ -21,9 +21,9 @@ from sleeper_spark.maintenance.deletion import delete_where
 from sleeper_spark.maintenance.progress import Progress
 from sleeper_spark.maintenance.restore import restore
 from sleeper_spark.maintenance.statistics_repair import repair_statistics
-from sleeper_spark.maintenance.truncation import TruncateReport, truncate_log
+from sleeper_spark.maintenance.truncation import truncate_log
 from sleeper_spark.maintenance.vacuum import vacuum
-from sleeper_spark.models import Snapshot, VacuumReport
+from sleeper_spark.models import Snapshot, TruncateReport, VacuumReport
 from sleeper_spark.table.extensions import register_maintenance
 
 if TYPE_CHECKING:
@@ -47,6 +47,10 @@ class _Jobs:
 
     def restore(self, table: Table, version: int) -> Snapshot:
         return restore(table, version)
+
+    def truncate_log(self, table: Table, keep_versions_after: timedelta | int, safety_margin: int,
+                     dry_run: bool) -> TruncateReport:
+        return truncate_log(table, keep_versions_after, safety_margin, dry_run=dry_run)
 
 
 register_maintenance(_Jobs())

@@ -1,10 +1,11 @@
 """Deleting rows by predicate: whole files where statistics prove it, rewrites elsewhere.
 
-The predicate is a ``pyarrow.compute.Expression`` (e.g. ``pc.field("day") == "2024-01-01"``).
-SQL strings are refused for now: turning Spark SQL into an Arrow expression faithfully is a
-project of its own, and a predicate that silently meant something else would delete the wrong
-rows. A row is deleted when the predicate is *true* for it; rows where it is false or null
-stay, as in SQL's ``DELETE ... WHERE``.
+The predicate here is a ``pyarrow.compute.Expression`` (e.g. ``pc.field("day") == "2024-01-01"``).
+A Spark SQL condition is not translated into one (a translation that silently meant something
+else would delete the wrong rows): ``Table.delete_where`` hands a string to Spark instead
+(:func:`sleeper_spark.spark.row_changes.delete_rows`), which evaluates it itself. A row is
+deleted when the predicate is *true* for it; rows where it is false or null stay, as in SQL's
+``DELETE ... WHERE``.
 
 Each file falls in one of three cases:
 
@@ -78,8 +79,8 @@ def check_predicate(predicate: object, schema: TableSchema) -> None:
     """Refuses anything but an Expression over the table's columns, before any work."""
     if isinstance(predicate, str):
         raise ConfigError(
-            "delete_where takes a pyarrow.compute.Expression, e.g. pc.field('day') == '2024-01-01'; "
-            "SQL strings are not supported"
+            "this delete_where takes a pyarrow.compute.Expression, e.g. pc.field('day') == '2024-01-01'; "
+            "for a Spark SQL condition call table.delete_where(spark, \"day = '2024-01-01'\")"
         )
     if not isinstance(predicate, pc.Expression):
         raise ConfigError(f"delete_where takes a pyarrow.compute.Expression, not a {type(predicate).__name__}")

@@ -26,31 +26,17 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
 from sleeper_spark.commit import TRUNCATION_MIN_AGE_S, utc_now
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.maintenance.locking import maintenance_lock
 from sleeper_spark.maintenance.retention import retention_floor
-from sleeper_spark.models import Snapshot
+from sleeper_spark.models import Snapshot, TruncateReport
 from sleeper_spark.storage import join_key
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
 
 log = logging.getLogger(__name__)
-
-
-class TruncateReport(BaseModel):
-    """What :func:`truncate_log` deleted (or would delete, with ``dry_run``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    dry_run: bool
-    up_to: int | None = None  # transactions numbered <= up_to were deleted; None: nothing was
-    transactions_deleted: int = 0
-    bodies_deleted: int = 0
-    first_transaction: int | None = None  # the lowest number left in the log
 
 
 def truncate_log(table: Table, keep_versions_after: timedelta | int = timedelta(hours=24),

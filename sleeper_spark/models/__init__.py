@@ -37,6 +37,6 @@ __all__ = [
     "encode_transaction",
 ]
 
-from sleeper_spark.models.reports import FileProblem, VacuumReport, VerifyReport
+from sleeper_spark.models.reports import FileProblem, TruncateReport, VacuumReport, VerifyReport
 
-__all__ += ["FileProblem", "VacuumReport", "VerifyReport"]
+__all__ += ["FileProblem", "TruncateReport", "VacuumReport", "VerifyReport"]

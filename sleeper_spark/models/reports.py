@@ -40,3 +40,15 @@ class VacuumReport(BaseModel):
     temporaries_deleted: int = 0  # temporary files and put-and-verify intents that dead writers left
     bytes_deleted: int = 0
     deleted: tuple[str, ...] = Field(default=())
+
+
+class TruncateReport(BaseModel):
+    """What ``Table.truncate_log`` deleted (or would delete, with ``dry_run``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dry_run: bool
+    up_to: int | None = None  # transactions numbered <= up_to were deleted; None: nothing was
+    transactions_deleted: int = 0
+    bodies_deleted: int = 0
+    first_transaction: int | None = None  # the lowest number left in the log

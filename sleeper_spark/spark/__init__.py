@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sleeper_spark.errors import SleeperSparkError
     from sleeper_spark.models import Snapshot
     from sleeper_spark.table import Table
+    from sleeper_spark.table.writes import PartialOverwrite
 
 
 def register(spark: Any) -> None:
@@ -62,10 +63,11 @@ class SparkDataFrames:
         return type(data).__module__.startswith("pyspark") and hasattr(data, "write") and hasattr(data, "schema")
 
     def write(self, table: Table, df: Any, mode: str, metadata: Mapping[str, str],
-              app_id: str | None, app_version: int | None, merge_schema: bool = False) -> Snapshot:
+              app_id: str | None, app_version: int | None, merge_schema: bool = False,
+              partial: PartialOverwrite | None = None) -> Snapshot:
         from sleeper_spark.spark import helper
 
-        return helper.write(table, df, mode, metadata, app_id, app_version, merge_schema)
+        return helper.write(table, df, mode, metadata, app_id, app_version, merge_schema, partial)
 
     def read(self, table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:
         from sleeper_spark.spark import helper
@@ -83,6 +85,14 @@ class SparkDataFrames:
         from sleeper_spark.spark.row_changes import update
 
         return update(table, spark, set, where)
+
+    def delete(self, table: Table, spark: Any, where: str) -> Snapshot:
+        if spark is None:
+            raise ConfigError("a Spark SQL condition needs a SparkSession: table.delete_where(spark, \"day = 'd1'\"); "
+                              "without one, pass a pyarrow.compute.Expression such as pc.field('day') == 'd1'")
+        from sleeper_spark.spark.row_changes import delete_rows
+
+        return delete_rows(table, spark, where)
 
 
 register_spark_bridge(SparkDataFrames())

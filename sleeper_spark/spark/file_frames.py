@@ -104,12 +104,16 @@ def _read_files(job: _FilesToRead, indexes: Iterator[pa.RecordBatch]) -> Iterato
 
 def files_named(reported: Iterable[str], files: Sequence[FileRef]) -> list[FileRef]:
     """The FileRefs of the paths :data:`FILE_COLUMN` reported: Spark's reader gives each file's URI,
-    percent-encoded and absolute, which ends with its path relative to the table root."""
+    percent-encoded and absolute, which ends with its path relative to the table root; the Python
+    workers give the path itself."""
     by_path = {f.path: f for f in files}
     found = []
     for path in reported:
-        decoded = unquote(path)
-        match = by_path.get(decoded) or next((f for p, f in by_path.items() if decoded.endswith("/" + p)), None)
+        match = None
+        # Paths hold percent-encoded partition values (tag=it%27s): the Python workers report
+        # them as they are, Spark's reader as a URI, encoded once more.
+        for text in (path, unquote(path)):
+            match = match or by_path.get(text) or next((f for p, f in by_path.items() if text.endswith("/" + p)), None)
         if match is None:
             raise ConfigError(f"Spark read {path}, which is none of the files it was given")
         found.append(match)

@@ -29,14 +29,14 @@ from typing import Any
 from sleeper_spark.commit import idempotent_repeat
 from sleeper_spark.errors import ConfigError, SleeperSparkError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import TableSchema
-from sleeper_spark.spark import helper
+from sleeper_spark.spark import helper, table_replacement
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import hand_over, native_root
 from sleeper_spark.spark.native_write import write_native
 from sleeper_spark.spark.options import merge, open_catalog, parse_read, parse_write, session_options
 from sleeper_spark.spark.reader import spark_schema
 from sleeper_spark.table import Catalog, Table
-from sleeper_spark.table.writes import check_write_args
+from sleeper_spark.table.writes import check_partial_overwrite, check_write_args
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ _PARTITION_COLUMNS = "__partition_columns"
 # Set by the SQL catalog's writes (SleeperWriteBuilder): where Spark's own writer cannot reach the
 # table, they fall back to the Python data source as the helper does, since no route chose for them.
 CATALOG_WRITE = "__sleeper_catalog_write"
+# Set by the SQL catalog's staged tables (StagedSleeperTable): the definition of a table to make or replace.
+_STAGE = "__sleeper_stage"
 _SAVE_MODES = {"Append": "append", "Overwrite": "overwrite", "ErrorIfExists": "errorifexists", "Ignore": "ignore"}
 
 
@@ -80,8 +82,11 @@ class FormatBridge:
             given = json.loads(options)
             partitioning = tuple(json.loads(given.pop(_PARTITION_COLUMNS, "[]")))
             from_catalog = given.pop(CATALOG_WRITE, None) is not None
-            return _write(spark, DataFrame(jdf, spark), mode, merge(session_options(json.loads(session_conf)), given),
-                          partitioning, from_catalog)
+            stage = given.pop(_STAGE, None)
+            settings = merge(session_options(json.loads(session_conf)), given)
+            if stage is None:
+                return _write(spark, DataFrame(jdf, spark), mode, settings, partitioning, from_catalog)
+            return _staged_write(spark, DataFrame(jdf, spark), json.loads(stage), settings)
 
         return _answer(run)
 
@@ -177,6 +182,7 @@ def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
     write_mode = "overwrite" if mode == "overwrite" else "append"  # errorifexists and ignore write as appends
     partition_by = _partition_by(settings.partition_by, spark_partitioning)
     metadata = check_write_args(write_mode, settings.metadata, settings.app_id, settings.app_version)
+    partial = check_partial_overwrite(write_mode, settings.replace_where, settings.partition_overwrite_mode)
     catalog = open_catalog(options)
     table = _existing(catalog, settings.table)
     if table is not None and mode == "errorifexists":
@@ -196,14 +202,30 @@ def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
     if earlier is not None:
         return {"version": earlier.version}
     snapshot = write_native(table, df, state, write_mode, metadata, settings.app_id, settings.app_version,
-                            merge=merge)
+                            merge=merge, partial=partial)
     if snapshot is None and from_catalog:
         snapshot = helper.write(table, df, write_mode, metadata, settings.app_id, settings.app_version,
-                                settings.merge_schema)
+                                settings.merge_schema, partial)
     if snapshot is None:  # the session changed between Spark's planning and this call
         raise ConfigError(f"table {table.name!r} can no longer be written by Spark's own Parquet writer in this "
                           "session (was spark.sleeper_spark.native switched off?); save again")
     return {"version": snapshot.version}
+
+
+def _staged_write(spark: Any, df: Any, stage: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
+    """The rows of a staged CREATE ... AS SELECT or REPLACE TABLE ... AS SELECT (see :mod:`.table_replacement`)."""
+    catalog = open_catalog(options)
+    prepared = table_replacement.prepare(catalog, stage)
+    given = dict(options)
+    if prepared.mode == "overwrite":
+        given["mergeSchema"] = "true"  # the columns the new definition adds, in the same commit
+    try:
+        answer = _write(spark, df, "Overwrite" if prepared.mode == "overwrite" else "Append", given, (), True)
+    except BaseException:
+        table_replacement.abandon(catalog, prepared)
+        raise
+    table_replacement.finish(prepared)
+    return answer
 
 
 def _partition_by(option: tuple[str, ...] | None, spark_partitioning: tuple[str, ...]) -> tuple[str, ...]:

@@ -25,19 +25,22 @@ from sleeper_spark.table.writes import new_write_id
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
+    from sleeper_spark.table.writes import PartialOverwrite
 
 _ERROR_LINE = re.compile(r"sleeper_spark\.errors\.(\w+): (.*)")
 
 
 def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id: str | None,
-          app_version: int | None, merge_schema: bool = False) -> Snapshot:
+          app_version: int | None, merge_schema: bool = False, partial: PartialOverwrite | None = None) -> Snapshot:
     """Writes ``df`` as one snapshot of ``table`` and returns that snapshot.
 
     Spark's own Parquet writer when the session has the jar (see :mod:`sleeper_spark.spark.native_write`),
-    else the ``sleeper`` Python data source.
+    else the ``sleeper`` Python data source. ``partial``: the part of the table an overwrite
+    replaces (see :mod:`sleeper_spark.spark.partial_overwrite`).
     """
     spark = df.sparkSession
     from sleeper_spark.spark.native_write import write_native
+    from sleeper_spark.spark.partial_overwrite import write_in_driver
     from sleeper_spark.spark.source import current_session_options, register_source
 
     state = table.state()
@@ -47,7 +50,7 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
         if earlier is not None:
             return earlier  # an idempotent repeat: no job runs, nothing is staged
     register_source(spark)  # every helper call leaves format("sleeper") usable in the session
-    native = write_native(table, df, state, mode, metadata, app_id, app_version, merge=merge)
+    native = write_native(table, df, state, mode, metadata, app_id, app_version, merge=merge, partial=partial)
     if native is not None:
         return native
     write_id = new_write_id()
@@ -56,7 +59,11 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
         write_options.update({opt.APP_ID: app_id, opt.APP_VERSION: str(app_version)})
     if merge_schema:
         write_options[opt.MERGE_SCHEMA] = "true"
+    if partial is not None and partial.dynamic:
+        write_options[opt.PARTITION_OVERWRITE_MODE] = "dynamic"
     options = opt.merge(current_session_options(spark), table.catalog.options(), write_options)
+    if partial is not None and partial.replace_where is not None:
+        return write_in_driver(table, df, state, partial, options, write_id, dict(metadata), app_id, app_version)
     try:
         df.write.format("sleeper").options(**options).mode(mode).save(table.name)
     except Exception as error:

@@ -44,12 +44,13 @@ from sleeper_spark.process_state import SESSION_SETTINGS
 from sleeper_spark.spark.footers import file_ref as footer_file_ref
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import native_types
+from sleeper_spark.spark.partial_overwrite import check_before_staging, staged_replacement
 from sleeper_spark.spark.write_facts import described_rows, facts_table
 from sleeper_spark.state import TableState
 from sleeper_spark.state.file_columns import FileLayout
 from sleeper_spark.state.file_json import files_json
 from sleeper_spark.storage import join_key
-from sleeper_spark.table.writes import new_write_id, settle_staged
+from sleeper_spark.table.writes import PartialOverwrite, new_write_id, settle_staged
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
@@ -67,13 +68,17 @@ R = TypeVar("R")
 
 
 def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: Mapping[str, str],
-                 app_id: str | None, app_version: int | None, merge: TableSchema | None = None) -> Snapshot | None:
+                 app_id: str | None, app_version: int | None, merge: TableSchema | None = None,
+                 partial: PartialOverwrite | None = None) -> Snapshot | None:
     """Writes ``df`` (already checked against ``state``'s schema) as one snapshot, or returns None
     when this session cannot take the native path (the caller then uses the Python source).
 
     ``merge``: the data's schema, for a write with ``merge_schema``; ``df`` then has every column
-    of the merged schema, which the files are written with and the commit sets.
+    of the merged schema, which the files are written with and the commit sets. ``partial``: the
+    part of the table an overwrite replaces (see :mod:`sleeper_spark.spark.partial_overwrite`).
     """
+    spark = df.sparkSession
+    check_before_staging(spark, table.name, state, partial)
     schema = merged_schema(state.schema, merge, table.name) if merge is not None else state.schema
     layout = FileLayout(schema, state.partition_by)
     staged = _stage(table, df, layout)
@@ -85,8 +90,10 @@ def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: 
             result = commit_append(table, files, dict(metadata), write_id, app_id, app_version)
         else:
             # An overwrite, a schema change and a group commit's members carry FileRefs.
-            result = table.commit_files(layout.file_refs(files.columns), mode, dict(metadata), write_id, app_id,
-                                        app_version, merge=merge)
+            refs = layout.file_refs(files.columns)
+            replaced = staged_replacement(spark, table, state, partial, refs)
+            result = table.commit_files(refs, mode, dict(metadata), write_id, app_id, app_version, merge=merge,
+                                        replaced=replaced)
     finally:
         cleanup.result()
     log.info("table %s: Spark wrote %d file(s) for version %d", table.name, len(files), result.snapshot.version)

@@ -52,6 +52,7 @@ VERSION_AS_OF = _key("versionAsOf")
 TIMESTAMP_AS_OF = _key("timestampAsOf")
 PARALLELISM = _key("parallelism")
 MERGE_SCHEMA = _key("mergeSchema")
+PARTITION_OVERWRITE_MODE = _key("partitionOverwriteMode")
 # Adds the hidden column that lets scans be pruned (sleeper_spark.spark.scans).
 SCAN_GUARD = _key("scan_guard")
 GUARD_COLUMN = "_sleeper_scan"

@@ -1,7 +1,7 @@
 """The SQL catalog's procedures: ``CALL lake.system.<name>(table => 'db.t', ...)``.
 
 Each is the table operation the Python API and the ``sleeper-spark`` command run, answering
-rows: ``compact``, ``vacuum``, ``restore``, ``verify`` and ``create_state_snapshot``. The JVM
+rows: ``compact``, ``vacuum``, ``restore``, ``verify``, ``create_state_snapshot`` and ``truncate_log``. The JVM
 asks for a procedure's parameters when Spark binds a ``CALL`` (``spec``), and runs it with the
 arguments given (``run``); an argument left out arrives as null and takes the Python API's default.
 """
@@ -37,6 +37,11 @@ _VERIFY = StructType([
     StructField("problem", StringType()), StructField("detail", StringType()),
 ])
 _STATE_SNAPSHOT = StructType([StructField("transaction", LongType(), False)])
+_TRUNCATE = StructType([
+    StructField("dry_run", BooleanType(), False), StructField("up_to", LongType()),
+    StructField("transactions_deleted", LongType(), False), StructField("bodies_deleted", LongType(), False),
+    StructField("first_transaction", LongType()),
+])
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,19 @@ def _state_snapshot(spark: Any, table: Table, args: Mapping[str, Any]) -> list[l
     return [[table.create_state_snapshot()]]
 
 
+def _truncate_log(spark: Any, table: Table, args: Mapping[str, Any]) -> list[list[Any]]:
+    hours, version = args.get("keep_hours"), args.get("keep_version")
+    if hours is not None and version is not None:
+        raise ConfigError("CALL ...truncate_log keeps a time window (keep_hours) or the versions from one on "
+                          "(keep_version), not both")
+    keep: timedelta | int = int(version) if version is not None else timedelta(hours=int(hours if hours is not None
+                                                                                         else 24))
+    margin = args.get("safety_margin")
+    report = table.truncate_log(keep, int(margin) if margin is not None else 10, dry_run=bool(args.get("dry_run")))
+    return [[report.dry_run, report.up_to, report.transactions_deleted, report.bodies_deleted,
+             report.first_transaction]]
+
+
 PROCEDURES: dict[str, Procedure] = {
     "compact": Procedure((("target_file_bytes", "long"), ("where", "string")), _SNAPSHOT, _compact,
                          "rewrites small files into files of about target_file_bytes (t.compact)"),
@@ -127,4 +145,8 @@ PROCEDURES: dict[str, Procedure] = {
     "create_state_snapshot": Procedure(
         (), _STATE_SNAPSHOT, _state_snapshot,
         "writes a state snapshot so that readers replay less log (t.create_state_snapshot)"),
+    "truncate_log": Procedure(
+        (("keep_hours", "long"), ("keep_version", "long"), ("safety_margin", "long"), ("dry_run", "boolean")),
+        _TRUNCATE, _truncate_log,
+        "deletes log transactions a state snapshot covers, outside the time-travel window (t.truncate_log)"),
 }

@@ -1,4 +1,4 @@
-"""MERGE and UPDATE: copy on write, one snapshot each.
+"""MERGE, UPDATE and DELETE by a Spark SQL condition: copy on write, one snapshot each.
 
 Both read the files that may hold affected rows (:func:`~sleeper_spark.spark.file_frames.files_frame`),
 work out every row of them in Spark, and rewrite only the files in which some row changes; the
@@ -14,7 +14,15 @@ its ``where`` may select, a MERGE those its condition may match (:mod:`sleeper_s
 The same filter is what the commit checks concurrent appends against, so an append of rows the
 change would not have touched does not make it run again.
 
-This module holds UPDATE and what both share: the retries and the commit.
+A DELETE (:func:`delete_rows`, operation ``delete``) whose condition names partition columns only
+is answered per partition by Spark on the driver (:mod:`sleeper_spark.spark.partition_conditions`):
+the files of the partitions it is TRUE for are dropped whole, and no data file is read. Any other
+condition reads the files it may select; a file whose every row it is TRUE for is dropped whole,
+one with some such rows is rewritten without them (rows where it is NULL stay, as in SQL), and
+one with none is left as it is. Nothing matched still commits an empty ``delete`` snapshot, as
+:func:`~sleeper_spark.maintenance.deletion.delete_where` does.
+
+This module holds UPDATE, DELETE and what they share with MERGE: the retries and the commit.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from sleeper_spark.models import FileRef, ReplaceFiles, Snapshot, Transaction
 from sleeper_spark.source_options import DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.spark.file_frames import FILE_COLUMN, files_frame, files_named, stage_frame
 from sleeper_spark.spark.native_write import quoted_column
+from sleeper_spark.spark.partition_conditions import files_where
 from sleeper_spark.spark.reader import spark_schema
 from sleeper_spark.spark.row_conditions import update_rows
 from sleeper_spark.state import TableState
@@ -84,6 +93,51 @@ def update(table: Table, spark: Any, set: Mapping[str, str], where: str | None =
         return stage_and_commit(table, state, written, changed, read, "update", {}, None, None, metrics)
 
     return with_retries(table, "update", None, None, run)
+
+
+def delete_rows(table: Table, spark: Any, where: str) -> Snapshot:
+    """``DELETE FROM table WHERE ...``: one snapshot, operation ``delete`` (see the module doc).
+
+    ``operation_metrics``: ``rows_deleted``, ``files_removed`` (dropped whole), ``files_rewritten``,
+    ``files_read`` (data files whose rows were read) and ``rows_copied`` (kept rows of rewritten files).
+    """
+    if not isinstance(where, str) or not where.strip():
+        raise ConfigError("delete's where is a Spark SQL condition, e.g. \"day = '2024-05-01'\"")
+
+    def run(state: TableState) -> Snapshot:
+        from pyspark.sql import functions as F
+
+        # Spark's own error for a condition it cannot resolve, before anything is read or written.
+        spark.createDataFrame([], spark_schema(state.schema, guarded=False)).where(when_holds(where))
+        rows = update_rows(spark, state.schema, where)
+        whole = files_where(spark, state, where)
+        if whole is not None:
+            read = ReadSet(state.version, frozenset(f.path for f in whole), rows)
+            return stage_and_commit(table, state, None, whole, read, "delete", {}, None, None,
+                                    _delete_metrics(sum(f.row_count for f in whole), len(whole), 0, 0))
+        files = planned_files(state, rows) if state.files else []
+        read = ReadSet(state.version, frozenset(f.path for f in files), rows)
+        if not files:
+            return stage_and_commit(table, state, None, [], read, "delete", {}, None, None, _delete_metrics(0, 0, 0, 0))
+        hit = when_holds(where)
+        frame = files_frame(table, spark, state, files)
+        per_file = frame.groupBy(FILE_COLUMN).agg(F.count(F.lit(1)).alias("rows"),
+                                                  F.sum(hit.cast("long")).alias("hits"))
+        counts = per_file.where(F.col("hits") > 0).collect()
+        dropped = files_named([row[FILE_COLUMN] for row in counts if row["hits"] == row["rows"]], files)
+        partial = [row[FILE_COLUMN] for row in counts if row["hits"] < row["rows"]]
+        kept = frame.where(F.col(FILE_COLUMN).isin(partial) & ~hit).select(
+            *[quoted_column(c) for c in state.schema.names]) if partial else None
+        metrics = _delete_metrics(sum(row["hits"] for row in counts), len(dropped), len(partial), len(files))
+        return stage_and_commit(table, state, kept, [*dropped, *files_named(partial, files)], read, "delete", {},
+                                None, None, metrics)
+
+    return with_retries(table, "delete", None, None, run)
+
+
+def _delete_metrics(rows_deleted: int, files_removed: int, files_rewritten: int, files_read: int) -> dict[str, int]:
+    return {"rows_deleted": rows_deleted, "files_removed": files_removed, "files_rewritten": files_rewritten,
+            "files_read": files_read}
 
 
 def with_retries(table: Table, operation: str, app_id: str | None, app_version: int | None,

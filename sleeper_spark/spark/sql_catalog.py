@@ -20,6 +20,8 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
 - ``alter`` ``{table, changes}``: ``ALTER TABLE``'s changes, each ``{"kind", ...}``; all are checked
   before the first is committed, and each kind commits once (added columns together).
 - ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
+- ``stage`` ``{stage}``: a ``CREATE OR REPLACE TABLE`` with no rows, see
+  :mod:`sleeper_spark.spark.table_replacement`.
 
 Names: a namespace is a prefix of a table's name, so Spark's ``lake.sales.orders`` is the
 table ``sales.orders`` (see :func:`namespace_of`). A namespace exists while a table's name has
@@ -128,21 +130,38 @@ def _namespaces(request: _Request) -> dict[str, Any]:
 
 
 def _create(request: _Request) -> dict[str, Any]:
-    schema = StructType.fromJson(json.loads(request.body["schema"]))
-    properties = {str(k): str(v) for k, v in request.body.get("properties", {}).items()}
+    try:
+        table = create_table(request.catalog, request.body)
+    except TableAlreadyExistsError:
+        return {"exists": True}
+    return _described(request.spark, table, None, pinned=False)
+
+
+def create_table(catalog: Catalog, definition: Mapping[str, Any]) -> Table:
+    """The table of a definition ``{table, schema, partitionColumns, properties}`` as CREATE TABLE gives it."""
+    schema = StructType.fromJson(json.loads(definition["schema"]))
+    properties = checked_properties(definition)
+    return catalog.create_table(definition["table"], schema, partition_by=tuple(definition["partitionColumns"]),
+                                properties=properties)
+
+
+def checked_properties(definition: Mapping[str, Any]) -> dict[str, str]:
+    """A definition's table properties; ConfigError for a provider or location a sleeper table cannot have."""
+    properties = {str(k): str(v) for k, v in definition.get("properties", {}).items()}
     # Spark passes what the statement said (provider, comment, location, options) among the properties.
     if properties.pop("provider", PROVIDER).lower() != PROVIDER:
         raise ConfigError(f"a sleeper catalog's tables are sleeper tables: CREATE TABLE ... USING {PROVIDER} "
                           "(or leave USING out)")
     if "location" in properties:
         raise ConfigError("a sleeper table lives under its name in the catalog's warehouse: leave LOCATION out")
-    try:
-        table = request.catalog.create_table(request.body["table"], schema,
-                                             partition_by=tuple(request.body["partitionColumns"]),
-                                             properties=properties)
-    except TableAlreadyExistsError:
-        return {"exists": True}
-    return _described(request.spark, table, None, pinned=False)
+    return properties
+
+
+def _stage(request: _Request) -> dict[str, Any]:
+    from sleeper_spark.spark.table_replacement import commit_definition
+
+    commit_definition(request.spark, request.catalog, request.body["stage"])
+    return {}
 
 
 def _metadata(request: _Request) -> dict[str, Any]:
@@ -233,7 +252,7 @@ def _drop_namespace(request: _Request) -> dict[str, Any]:
 
 _OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
     "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
-    "metadata": _metadata, "procedure": _procedure, "call": _call,
+    "metadata": _metadata, "procedure": _procedure, "call": _call, "stage": _stage,
     "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
 }
 

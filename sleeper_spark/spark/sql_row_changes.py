@@ -20,6 +20,7 @@ from typing import Any
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.models import Snapshot
 from sleeper_spark.spark.options import open_catalog
+from sleeper_spark.spark.row_changes import delete_rows
 from sleeper_spark.table import Table
 
 _MERGE_COUNTS = ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows")
@@ -38,8 +39,6 @@ def answer(spark: Any, request: Mapping[str, Any], source: Any) -> dict[str, Any
         snapshot = table.update(spark, dict(request["values"]), request.get("condition"))
         return _rows(_MERGE_COUNTS[:1], [snapshot.operation_metrics.get("rows_updated", 0)])
     if op == "delete":
-        from sleeper_spark.spark.row_changes import delete_rows  # type: ignore[attr-defined]
-
         condition = request.get("condition")
         snapshot = delete_rows(table, spark, condition if condition is not None else "true")
         return _rows(_MERGE_COUNTS[:1], [snapshot.operation_metrics.get("rows_deleted", 0)])
@@ -61,7 +60,8 @@ def _merge(table: Table, source: Any, request: Mapping[str, Any]) -> Snapshot:
             builder.when_not_matched_by_source_update(clause["values"], clause.get("condition"))
         else:
             builder.when_not_matched_by_source_delete(clause.get("condition"))
-    return builder.execute()
+    snapshot: Snapshot = builder.execute()
+    return snapshot
 
 
 def _clauses(request: Mapping[str, Any], kind: str) -> Sequence[Mapping[str, Any]]:

@@ -27,7 +27,7 @@ from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.spark.messages import short_traceback
 from sleeper_spark.spark.options import WriteOptions, open_catalog, parse_write
 from sleeper_spark.table import Table
-from sleeper_spark.table.writes import check_write_args, delete_staged
+from sleeper_spark.table.writes import check_partial_overwrite, check_write_args, delete_staged, dynamic_overwrite
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,14 @@ class WriteTarget:
 def plan_write(options: Mapping[str, str], data_schema: StructType, overwrite: bool) -> SleeperWriter:
     """Resolves (or creates) the table and checks the data's schema; runs before any task."""
     settings = parse_write(options)
-    metadata = check_write_args("overwrite" if overwrite else "append", settings.metadata, settings.app_id,
-                                settings.app_version)
+    mode = "overwrite" if overwrite else "append"
+    metadata = check_write_args(mode, settings.metadata, settings.app_id, settings.app_version)
+    partial = check_partial_overwrite(mode, settings.replace_where, settings.partition_overwrite_mode)
+    if partial is not None and partial.replace_where is not None:
+        # commit() runs in a Python worker, where no SparkSession can evaluate the condition.
+        raise ConfigError("replaceWhere needs Spark's own Parquet writer, which this session lacks (the jar, see "
+                          "ss.configure_spark), or the driver: write with t.write(df, mode='overwrite', "
+                          "replace_where=...) or through the SQL catalog; nothing was written")
     catalog = open_catalog(options)
     table = _table_for(catalog_table=lambda: catalog.table(settings.table),
                        create=lambda: catalog.create_table(settings.table, data_schema,
@@ -79,7 +85,7 @@ def plan_write(options: Mapping[str, str], data_schema: StructType, overwrite: b
         schema=schema, partition_by=state.partition_by, merge_schema=settings.merge_schema,
         target_file_bytes=settings.target_file_bytes, row_group_rows=settings.row_group_rows,
     )
-    return SleeperWriter(target, settings, metadata, overwrite)
+    return SleeperWriter(target, settings, metadata, overwrite, dynamic=partial is not None and partial.dynamic)
 
 
 def _table_for(catalog_table: Callable[[], Table], create: Callable[[], Table]) -> Table:
@@ -97,9 +103,10 @@ class SleeperWriter(DataSourceArrowWriter):
     """Stages Parquet files in the tasks and commits them as one snapshot."""
 
     def __init__(self, target: WriteTarget, settings: WriteOptions, metadata: dict[str, str],
-                 overwrite: bool) -> None:
+                 overwrite: bool, dynamic: bool = False) -> None:
         self.target = target
         self.mode = "overwrite" if overwrite else "append"
+        self.dynamic = dynamic  # partitionOverwriteMode=dynamic: replaces the partitions written to only
         self.metadata = metadata
         self.write_id = settings.write_id
         self.app_id = settings.app_id
@@ -116,7 +123,7 @@ class SleeperWriter(DataSourceArrowWriter):
     @short_traceback
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         commit_messages(self.target, messages, self.mode, self.metadata, self.write_id, self.app_id,
-                        self.app_version)
+                        self.app_version, dynamic=self.dynamic)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         abort_messages(self.target, messages, self.write_id)
@@ -141,16 +148,18 @@ def stage_files(target: WriteTarget, batches: Iterator[pa.RecordBatch]) -> Sleep
 
 def commit_messages(target: WriteTarget, messages: Iterable[WriterCommitMessage | None], mode: str,
                     metadata: dict[str, str], write_id: str, app_id: str | None,
-                    app_version: int | None) -> CommitResult:
-    """Commits the files of the successful task attempts as one snapshot of ``target``."""
+                    app_version: int | None, dynamic: bool = False) -> CommitResult:
+    """Commits the files of the successful task attempts as one snapshot of ``target``; ``dynamic``:
+    an overwrite replaces only the partitions of these files."""
     files = files_of(messages)
     try:
         table = _table(target)
     except BaseException:
         _delete(target, files)  # nothing was committed: the log was never written to
         raise
+    replaced = dynamic_overwrite(files, target.partition_by) if dynamic and mode == "overwrite" else None
     result = table.commit_files(files, mode, metadata, write_id, app_id, app_version,
-                                merge=target.schema if target.merge_schema else None)
+                                merge=target.schema if target.merge_schema else None, replaced=replaced)
     log.info("table %s: write %s is version %d (%d files)", table.name, write_id, result.snapshot.version,
              len(files))
     return result

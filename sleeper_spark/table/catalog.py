@@ -30,7 +30,7 @@ from sleeper_spark.models import CreateTable, Snapshot, TableSchema
 from sleeper_spark.table.catalog_storage import open_backend
 from sleeper_spark.table.names import check_table_name
 from sleeper_spark.table.table import Table
-from sleeper_spark.table.writes import check_write_args
+from sleeper_spark.table.writes import check_partial_overwrite, check_write_args
 
 _PARTITION_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "string", "date"})
 
@@ -180,12 +180,16 @@ class Catalog:
 
     def write(self, data: Any, name: str, mode: str = "append", partition_by: Sequence[str] = (),
               metadata: Mapping[str, str] | None = None, app_id: str | None = None,
-              app_version: int | None = None, merge_schema: bool = False) -> Snapshot:
+              app_version: int | None = None, merge_schema: bool = False, replace_where: str | None = None,
+              partition_overwrite_mode: str | None = None) -> Snapshot:
         """Writes ``data`` (a Spark DataFrame or Arrow data) to ``name``, creating the table if needed.
 
         ``merge_schema=True``: columns the data adds become table columns in the same commit.
+        ``replace_where`` and ``partition_overwrite_mode`` make an overwrite replace part of the
+        table, as in :meth:`Table.write`.
         """
         checked = check_write_args(mode, metadata, app_id, app_version)
+        check_partial_overwrite(mode, replace_where, partition_overwrite_mode)  # before a table is created
         try:
             table = self.table(name)
         except TableNotFoundError:
@@ -195,7 +199,8 @@ class Catalog:
                 f"table {name!r} is partitioned by {list(table.partition_by)}, not {list(partition_by)}"
             )
         return table.write(data, mode=mode, metadata=checked, app_id=app_id, app_version=app_version,
-                           merge_schema=merge_schema)
+                           merge_schema=merge_schema, replace_where=replace_where,
+                           partition_overwrite_mode=partition_overwrite_mode)
 
     def _create_for(self, data: Any, name: str, partition_by: Sequence[str]) -> Table:
         schema = data.schema

@@ -14,21 +14,25 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sleeper_spark.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sleeper_spark.models import Snapshot, VacuumReport
+    from sleeper_spark.models import Snapshot, TruncateReport, VacuumReport
     from sleeper_spark.table.table import Table
+    from sleeper_spark.table.writes import PartialOverwrite
 
 
 class SparkBridge(Protocol):
     def is_dataframe(self, data: object) -> bool: ...
 
     def write(self, table: Table, df: Any, mode: str, metadata: Mapping[str, str],
-              app_id: str | None, app_version: int | None, merge_schema: bool) -> Snapshot: ...
+              app_id: str | None, app_version: int | None, merge_schema: bool,
+              partial: PartialOverwrite | None = None) -> Snapshot: ...
 
     def read(self, table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any: ...
 
     def merge(self, table: Table, source: Any, condition: str) -> Any: ...
 
     def update(self, table: Table, spark: Any, set: Mapping[str, str], where: str | None) -> Snapshot: ...
+
+    def delete(self, table: Table, spark: Any, where: str) -> Snapshot: ...
 
 
 class MaintenanceJobs(Protocol):
@@ -41,6 +45,9 @@ class MaintenanceJobs(Protocol):
     def repair_statistics(self, table: Table, spark: Any) -> Snapshot | None: ...
 
     def restore(self, table: Table, version: int) -> Snapshot: ...
+
+    def truncate_log(self, table: Table, keep_versions_after: timedelta | int, safety_margin: int,
+                     dry_run: bool) -> TruncateReport: ...
 
 
 _spark: SparkBridge | None = None

@@ -14,7 +14,7 @@ from sleeper_spark.commit import CommitResult, GroupCommit, TableHead, idempoten
 from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import ConfigError, NoSnapshotsError, SnapshotNotFoundError
 from sleeper_spark.log import TableEntry
-from sleeper_spark.models import AddFiles, FileRef, Snapshot, TableSchema, VacuumReport, VerifyReport
+from sleeper_spark.models import AddFiles, FileRef, Snapshot, TableSchema, TruncateReport, VacuumReport, VerifyReport
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.state import TableState
@@ -22,7 +22,17 @@ from sleeper_spark.state.file_columns import public_view, with_event_time
 from sleeper_spark.storage import ObjectStore
 from sleeper_spark.table import reading, schema_changes
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
-from sleeper_spark.table.writes import build_write, check_write_args, commit_staged, new_write_id, settle_staged
+from sleeper_spark.table.writes import (
+    PartialOverwrite,
+    ReplacedFiles,
+    build_write,
+    check_partial_overwrite,
+    check_write_args,
+    commit_staged,
+    dynamic_overwrite,
+    new_write_id,
+    settle_staged,
+)
 
 if TYPE_CHECKING:
     from sleeper_spark.table.catalog import Catalog
@@ -139,19 +149,32 @@ class Table:
     # -- writing -------------------------------------------------------------------------
 
     def write(self, data: Any, mode: str = "append", metadata: Mapping[str, str] | None = None,
-              app_id: str | None = None, app_version: int | None = None, merge_schema: bool = False) -> Snapshot:
+              app_id: str | None = None, app_version: int | None = None, merge_schema: bool = False,
+              replace_where: str | None = None, partition_overwrite_mode: str | None = None) -> Snapshot:
         """Appends or overwrites with a Spark DataFrame or Arrow data; one snapshot per call.
 
         ``merge_schema=True``: columns the data has and the table lacks become (nullable) table
         columns in the same commit; older files read them as nulls.
+
+        An overwrite replaces the whole table, or part of it: ``partition_overwrite_mode="dynamic"``
+        replaces only the partitions the data has rows in (the whole table when it has no
+        partitions); ``replace_where`` (a Spark SQL condition over partition columns, Spark
+        DataFrames only) replaces the partitions it holds for, and every written row must be in
+        one of them, else ``ConfigError`` and nothing is committed.
         """
         checked = check_write_args(mode, metadata, app_id, app_version)
+        partial = check_partial_overwrite(mode, replace_where, partition_overwrite_mode)
         if is_spark_dataframe(data):
-            return spark_bridge().write(self, data, mode, checked, app_id, app_version, merge_schema)
-        return self.write_arrow(data, mode, checked, app_id, app_version, merge_schema).snapshot
+            return spark_bridge().write(self, data, mode, checked, app_id, app_version, merge_schema, partial)
+        if partial is not None and partial.replace_where is not None:
+            raise ConfigError("replace_where is a Spark SQL condition and needs a Spark DataFrame to write; with "
+                              "Arrow data use partition_overwrite_mode='dynamic', or delete_where then append; "
+                              "nothing was written")
+        return self.write_arrow(data, mode, checked, app_id, app_version, merge_schema, partial).snapshot
 
     def write_arrow(self, data: ArrowData | Iterable[pa.RecordBatch], mode: str, metadata: dict[str, str],
-                    app_id: str | None, app_version: int | None, merge_schema: bool = False) -> CommitResult:
+                    app_id: str | None, app_version: int | None, merge_schema: bool = False,
+                    partial: PartialOverwrite | None = None) -> CommitResult:
         state = self.head.known_state()
         if app_id is not None:
             # An idempotent repeat is answered before any file is written (this costs a tail read).
@@ -174,7 +197,9 @@ class Table:
         batches = _batches(data)
         writer = DataFileWriter(self.store, self.root, schema, state.partition_by, self.name)
         files = writer.write_all(batches)
-        return self.commit_files(files, mode, metadata, new_write_id(), app_id, app_version, merge=merge)
+        replaced = dynamic_overwrite(files, state.partition_by) if partial is not None and partial.dynamic else None
+        return self.commit_files(files, mode, metadata, new_write_id(), app_id, app_version, merge=merge,
+                                 replaced=replaced)
 
     def data_file_writer(self, state: TableState | None = None) -> DataFileWriter:
         state = state or self.head.known_state()
@@ -182,14 +207,15 @@ class Table:
 
     def commit_files(self, files: Sequence[FileRef], mode: str, metadata: dict[str, str], write_id: str,
                      app_id: str | None = None, app_version: int | None = None,
-                     merge: TableSchema | None = None) -> CommitResult:
+                     merge: TableSchema | None = None, replaced: ReplacedFiles | None = None) -> CommitResult:
         """Commits files staged by any writer as one snapshot (the end of every write path).
 
-        ``merge``: the data's schema, for a write with ``merge_schema`` (see ``build_write``).
+        ``merge``: the data's schema, for a write with ``merge_schema``; ``replaced``: what a
+        partial overwrite removes from each state it is tried on (see ``build_write``).
         """
         state = self.head.known_state()
         build = build_write(files, mode, metadata, write_id, app_id, app_version, state.event_time_column, state,
-                            merge)
+                            merge, replaced)
         group = self.group_commit
         if group is not None and mode == "append" and merge is None:
             # An append's transaction does not depend on the state it follows: built once, it
@@ -298,7 +324,17 @@ class Table:
         return maintenance_jobs().compact(self, spark, target_file_bytes, where)
 
     def delete_where(self, spark: Any, predicate: Any) -> Snapshot:
-        """Deletes the rows matching ``predicate``: whole files where stats allow, else rewrites."""
+        """Deletes the rows ``predicate`` is TRUE for (NULL and FALSE keep a row); one snapshot, operation
+        ``"delete"``.
+
+        A ``str`` is a Spark SQL condition (``DELETE FROM ... WHERE``; needs ``spark``): one over
+        partition columns only drops the files of the partitions it holds for without reading a
+        data file; any other reads the files it may select, dropping those it deletes every row
+        of and rewriting those it deletes some rows of. A ``pyarrow.compute.Expression`` drops
+        whole files where statistics prove every row matches, else rewrites (``spark`` may be None).
+        """
+        if isinstance(predicate, str):
+            return spark_bridge().delete(self, spark, predicate)
         return maintenance_jobs().delete_where(self, spark, predicate)
 
     def restore(self, version: int) -> Snapshot:
@@ -320,6 +356,13 @@ class Table:
     def vacuum(self, older_than: timedelta = timedelta(hours=24), dry_run: bool = False) -> VacuumReport:
         """Deletes files no retained version needs and that are older than ``older_than``."""
         return maintenance_jobs().vacuum(self, older_than, dry_run)
+
+    def truncate_log(self, keep_versions_after: timedelta | int = timedelta(hours=24), safety_margin: int = 10,
+                     dry_run: bool = False) -> TruncateReport:
+        """Deletes log transactions that a state snapshot covers and no version in the time-travel
+        window needs (``keep_versions_after``: a ``timedelta``, or the first version to keep); the
+        same as ``sleeper-spark truncate``. Versions below the cut can no longer be read."""
+        return maintenance_jobs().truncate_log(self, keep_versions_after, safety_margin, dry_run)
 
 
 def _with_missing_columns(data: ArrowData, schema: pa.Schema) -> ArrowData | Iterable[pa.RecordBatch]:

@@ -72,8 +72,10 @@ def test_a_delete_that_matches_nothing_commits_an_empty_snapshot(local_catalog: 
 def test_bad_predicates_are_refused_before_anything_is_committed(local_catalog: ss.Catalog) -> None:
     table = table_of_appends(local_catalog, 2)
     version = table.latest().version
-    with pytest.raises(ss.ConfigError, match="SQL strings"):
+    with pytest.raises(ss.ConfigError, match="a Spark SQL condition needs a SparkSession"):
         table.delete_where(None, "day = 'd1'")
+    with pytest.raises(ss.ConfigError, match=r"for a Spark SQL condition call table\.delete_where"):
+        maintenance.delete_where(table, None, "day = 'd1'")
     with pytest.raises(ss.ConfigError, match="does not fit"):
         table.delete_where(None, pc.field("nope") == 1)
     with pytest.raises(ss.ConfigError, match="Expression"):
