@@ -2,9 +2,9 @@
 
     bash scripts/examples.sh sql /tmp/wh
 
-Creates a table with SQL, inserts, appends with ``writeTo``, reads with SQL and ``spark.table``,
-time-travels with ``VERSION AS OF``, and shows that ``lake.shop.orders`` is the Python API's
-``shop.orders``.
+Creates a table with SQL, inserts, appends with ``writeTo``, merges changes with ``MERGE INTO``,
+deletes a partition with ``DELETE FROM``, reads with SQL and ``spark.table``, time-travels with
+``VERSION AS OF``, and shows that ``lake.shop.orders`` is the Python API's ``shop.orders``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,14 @@ def main(warehouse: str) -> None:
     first = catalog.table("shop.orders").latest().version
     spark.range(3, 6).selectExpr("id", "'2024-05-02' AS day", "id * 1.5 AS amount").writeTo("lake.shop.orders").append()
 
+    spark.createDataFrame([(2, "2024-05-02", 25.0), (7, "2024-05-03", 7.0)], "id long, day string, amount double") \
+        .createOrReplaceTempView("changes")
+    merged = spark.sql("MERGE INTO lake.shop.orders t USING changes s ON t.id = s.id "
+                       "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *").first()
+    print(f"MERGE INTO: {merged['num_updated_rows'] if merged else 0} updated, "
+          f"{merged['num_inserted_rows'] if merged else 0} inserted")
+    spark.sql("DELETE FROM lake.shop.orders WHERE day = '2024-05-03'")
+
     spark.sql("SELECT day, count(*) AS orders, sum(amount) AS total "
               "FROM lake.shop.orders GROUP BY day ORDER BY day").show()
     print(f"spark.table: {spark.table('lake.shop.orders').count()} rows")
@@ -42,7 +50,7 @@ def main(warehouse: str) -> None:
     print(f"VERSION AS OF {first}: {old['n'] if old else 0} rows")
     print("tables in lake.shop:", [r["tableName"] for r in spark.sql("SHOW TABLES IN lake.shop").collect()])
     history = catalog.table("shop.orders").history()
-    print("python API history:", [(s.version, s.operation, s.rows_added) for s in history])
+    print("python API history:", [(s.version, s.operation) for s in history])
     spark.stop()
 
 

@@ -108,14 +108,15 @@ def test_the_spark_job_runs(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_the_sql_example_creates_inserts_appends_and_time_travels(tmp_path: Path) -> None:
+def test_the_sql_example_creates_inserts_appends_merges_deletes_and_time_travels(tmp_path: Path) -> None:
     out = run_example("sql", str(tmp_path / "wh"))
+    assert "MERGE INTO: 1 updated, 1 inserted" in out
     assert "|2024-05-01|     1|  9.5|" in out
-    assert "|2024-05-02|     4| 38.0|" in out
+    assert "|2024-05-02|     4| 43.0|" in out and "2024-05-03" not in out.split("MERGE INTO")[1]
     assert "spark.table: 5 rows" in out
     assert "VERSION AS OF 2: 2 rows" in out
     assert "tables in lake.shop: ['orders']" in out
-    assert "python API history: [(2, 'append', 2), (3, 'append', 3)]" in out
+    assert "python API history: [(2, 'append'), (3, 'append'), (4, 'merge'), (5, 'delete')]" in out
 
 
 @pytest.mark.spark

@@ -1,4 +1,5 @@
-"""Run by test_merge_races.py: a second Spark driver that upserts the same keys as the test.
+"""Run by test_merge_races.py: a second Spark driver that upserts the same keys as the test, with
+SQL's ``MERGE INTO`` on the catalog's table ``lake.t``.
 
     python tests/changes/merge_job.py OPTIONS_JSON MERGES FIRST_KEY KEYS
 
@@ -24,16 +25,26 @@ def upsert(spark: SparkSession, table: ss.Table, first_key: int, keys: int) -> s
             .execute())
 
 
+def upsert_by_sql(spark: SparkSession, name: str, first_key: int, keys: int) -> None:
+    """:func:`upsert` as a ``MERGE INTO`` of the SQL catalog's table ``name``."""
+    spark.range(first_key, first_key + keys).selectExpr("id", "1 AS count").createOrReplaceTempView("upserts")
+    spark.sql(f"MERGE INTO {name} AS target USING upserts AS source ON target.id = source.id "
+              "WHEN MATCHED THEN UPDATE SET count = target.count + 1 WHEN NOT MATCHED THEN INSERT *")
+
+
 def main(options: dict[str, str], merges: int, first_key: int, keys: int) -> None:
+    catalog = ss.Catalog.from_options(options)
     spark = ss.configure_spark(SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                               .config("spark.ui.showConsoleProgress", "false")).getOrCreate()
-    table = ss.Catalog.from_options(options).table("t")
+                               .config("spark.ui.showConsoleProgress", "false"), catalogs={"lake": catalog}).getOrCreate()
+    ss.register(spark)
     committed = gave_up = 0
     for _ in range(merges):
         try:
-            upsert(spark, table, first_key, keys)
+            upsert_by_sql(spark, "lake.t", first_key, keys)
             committed += 1
-        except ss.CommitConflictError:
+        except Exception as error:
+            if not isinstance(ss.sleeper_error(error), ss.CommitConflictError):
+                raise
             gave_up += 1
     print(json.dumps({"committed": committed, "gave_up": gave_up}), flush=True)
     spark.stop()

@@ -15,10 +15,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
-from tests.changes.merge_job import upsert
+from sleeper_spark.spark.jvm import catalog_conf
+from tests.changes.merge_job import upsert, upsert_by_sql
 from tests.changes.racers import SCHEMA, append_fresh_keys, compact_repeatedly
 from tests.fixtures.processes import racing_context
 from tests.fixtures.spark import spark_environment
+from tests.fixtures.sql_catalog import session_conf
 from tests.invariants import check_log_invariants
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -72,19 +74,22 @@ def test_merges_racing_appends_and_compaction_lose_nothing(spark: SparkSession, 
 def test_two_drivers_merging_the_same_new_keys_insert_each_once(spark: SparkSession, catalog: ss.Catalog,
                                                                  tmp_path: Path) -> None:
     # Given a table without keys 500..519, and another Spark driver that upserts them three times
+    # with SQL's MERGE INTO
     table = seeded(catalog)
     other = subprocess.Popen([sys.executable, str(HERE / "merge_job.py"), json.dumps(catalog.options()), "3", "500",
                               "20"], env=spark_environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, cwd=HERE.parents[1])
 
-    # When this driver upserts the same keys three times meanwhile
+    # When this driver upserts the same keys three times meanwhile, with MERGE INTO as well
     mine = 0
-    for _ in range(3):
-        try:
-            upsert(spark, table, 500, 20)
-            mine += 1
-        except ss.CommitConflictError:
-            pass
+    with session_conf(spark, catalog_conf("lake", catalog)):
+        for _ in range(3):
+            try:
+                upsert_by_sql(spark, "lake.t", 500, 20)
+                mine += 1
+            except Exception as error:
+                if not isinstance(ss.sleeper_error(error), ss.CommitConflictError):
+                    raise
     out, err = other.communicate(timeout=600)
     assert other.returncode == 0, err[-3000:]
     theirs = json.loads(out.strip().splitlines()[-1])["committed"]

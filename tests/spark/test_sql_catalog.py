@@ -240,13 +240,21 @@ def test_ddl_and_dml_on_dynamodb_and_s3(spark: SparkSession, request: pytest.Fix
     # reads and writes take the Python data source) as the Spark catalog lake
     aws = catalogs.make_catalog("aws", request, tmp_path)
     with session_conf(spark, catalog_conf("lake", aws)):
-        # When a table is created, inserted into, appended to, overwritten, read and dropped with SQL
+        # When a table is created, inserted into, appended to, changed, overwritten, read and dropped with SQL
         spark.sql(ORDERS)
         spark.sql("INSERT INTO lake.sales.orders VALUES (1, '2024-01-01', 1.5), (2, '2024-01-02', 2.5)")
         spark.range(3, 5).selectExpr("id", "'2024-01-03' AS day", "0.5 AS amount").writeTo("lake.sales.orders").append()
         appended = sorted(r["id"] for r in spark.sql("SELECT id FROM lake.sales.orders").collect())
         first = aws.table("sales.orders").history()[0].version
         old = spark.sql(f"SELECT id FROM lake.sales.orders VERSION AS OF {first}").collect()
+        # ... changed row by row, and partition by partition ...
+        spark.sql("MERGE INTO lake.sales.orders t USING (SELECT 2L AS id, '2024-01-02' AS day, 20.0D AS amount "
+                  "UNION ALL SELECT 5L, '2024-01-03', 5.0D) s ON t.id = s.id "
+                  "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+        spark.sql("UPDATE lake.sales.orders SET amount = amount * 2 WHERE id = 1")
+        spark.sql("DELETE FROM lake.sales.orders WHERE day = '2024-01-03'")
+        spark.sql("INSERT OVERWRITE lake.sales.orders PARTITION (day = '2024-01-01') SELECT 7L, 7.0D")
+        changed = sorted((r["id"], r["amount"]) for r in spark.table("lake.sales.orders").collect())
         spark.sql("INSERT OVERWRITE lake.sales.orders SELECT 9, '2024-02-02', 9.0")
         overwritten = spark.table("lake.sales.orders").collect()
         operations = [s.operation for s in aws.table("sales.orders").history()]
@@ -255,8 +263,9 @@ def test_ddl_and_dml_on_dynamodb_and_s3(spark: SparkSession, request: pytest.Fix
     # Then each statement did what it does on the local disk
     assert appended == [1, 2, 3, 4]
     assert sorted(r["id"] for r in old) == [1, 2]
+    assert changed == [(2, 20.0), (7, 7.0)]
     assert [(r["id"], r["day"]) for r in overwritten] == [(9, "2024-02-02")]
-    assert operations == ["append", "append", "overwrite"]
+    assert operations == ["append", "append", "merge", "update", "delete", "overwrite", "overwrite"]
     assert aws.tables() == []
 
 
@@ -366,6 +375,22 @@ def test_call_procedures_run_the_table_operations(spark: SparkSession, lake: ss.
     assert sorted(r["id"] for r in table.scan().to_pylist()) == [0]
 
 
+def test_call_truncate_log_answers_what_the_python_api_reports(spark: SparkSession, lake: ss.Catalog) -> None:
+    spark.sql(ORDERS)
+    spark.sql("INSERT INTO lake.sales.orders VALUES (1, '2024-01-01', 1.0)")
+    table = lake.table("sales.orders")
+    table.create_state_snapshot()
+
+    answer = spark.sql("CALL lake.system.truncate_log(table => 'sales.orders', keep_version => 2, "
+                       "safety_margin => 0, dry_run => true)").collect()
+
+    expected = table.truncate_log(2, 0, dry_run=True)
+    assert answer[0].asDict() == expected.model_dump()
+    with pytest.raises(Exception) as raised:
+        spark.sql("CALL lake.system.truncate_log(table => 'sales.orders', keep_hours => 1, keep_version => 2)")
+    assert isinstance(ss.sleeper_error(raised.value), ss.ConfigError)
+
+
 def test_call_an_unknown_procedure_is_sparks_failed_to_load_routine(spark: SparkSession, lake: ss.Catalog) -> None:
     with pytest.raises(AnalysisException) as raised:
         spark.sql("CALL lake.system.optimize(table => 'x')")
@@ -379,5 +404,5 @@ def test_a_failed_create_table_as_select_leaves_no_table(spark: SparkSession, la
         spark.sql("CREATE TABLE lake.db.c USING sleeper AS "
                   "SELECT id, IF(id = 3, raise_error('boom'), 'x') AS day FROM range(5)")
 
-    # Then no table is left behind (Spark drops the one the statement created)
+    # Then no table is left behind (the table made for the rows is dropped again)
     assert lake.tables() == []

@@ -25,7 +25,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("amount", pa.floa
 
 def make_table(lake: ss.Catalog, name: str, rows: list[tuple[Any, ...]] = ROWS) -> ss.Table:
     table = lake.create_table(name, SCHEMA, partition_by=["day"])
-    table.write(pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], SCHEMA))
+    table.write(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in rows], SCHEMA))
     return table
 
 
@@ -175,6 +175,16 @@ def _statements(rng: random.Random, spark: SparkSession) -> tuple[str, Callable[
                               "by_source_delete"], rng.randint(1, 4)):
         pool = _SOURCE_CONDITIONS if clause == "insert" else _TARGET_CONDITIONS
         clauses.append((clause, rng.choice(pool)))
+    # SQL takes the clauses in this order: MATCHED, NOT MATCHED, NOT MATCHED BY SOURCE
+    def group(clause: str) -> int:
+        return 0 if clause.startswith("matched") else 1 if clause == "insert" else 2
+
+    clauses.sort(key=lambda c: group(c[0]))
+    # ... and only the last clause of a group may leave out its condition
+    for i, (clause, condition) in enumerate(clauses[:-1]):
+        if condition is None and group(clauses[i + 1][0]) == group(clause):
+            pool = _SOURCE_CONDITIONS if clause == "insert" else _TARGET_CONDITIONS
+            clauses[i] = (clause, pool[1])
     sql = f"MERGE INTO lake.db.a AS t USING src AS s ON {on.format(t='t', s='s')}"
     texts = {"matched_update": "WHEN MATCHED{c} THEN UPDATE SET amount = s.amount + t.amount",
              "matched_delete": "WHEN MATCHED{c} THEN DELETE",

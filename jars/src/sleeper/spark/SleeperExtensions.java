@@ -3,6 +3,7 @@ package sleeper.spark;
 import org.apache.spark.sql.SparkSessionExtensions;
 import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
+import sleeper.spark.catalog.DynamicOverwriteRule;
 import sleeper.spark.catalog.RowChangeRule;
 
 /**
@@ -11,7 +12,8 @@ import sleeper.spark.catalog.RowChangeRule;
  * {@code ss.configure_spark} sets). Spark plans these statements only for tables that hand it
  * their own row-level rewrite; this extension instead hands each statement, once Spark has
  * resolved it, to the same copy-on-write builders as {@code t.merge}, {@code t.update} and
- * {@code t.delete_where}, so SQL and Python change rows one way (see {@link RowChangeRule}).
+ * {@code t.delete_where}, so SQL and Python change rows one way (see {@link RowChangeRule}); and
+ * dynamic partition overwrites, which Spark would otherwise refuse (see {@link DynamicOverwriteRule}).
  */
 public final class SleeperExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
     @Override
@@ -20,6 +22,12 @@ public final class SleeperExtensions extends AbstractFunction1<SparkSessionExten
             @Override
             public RowChangeRule apply(org.apache.spark.sql.SparkSession session) {
                 return new RowChangeRule();
+            }
+        });
+        extensions.injectResolutionRule(new AbstractFunction1<>() {
+            @Override
+            public DynamicOverwriteRule apply(org.apache.spark.sql.SparkSession session) {
+                return new DynamicOverwriteRule();
             }
         });
         return BoxedUnit.UNIT;

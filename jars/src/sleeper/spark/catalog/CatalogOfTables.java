@@ -24,12 +24,12 @@ import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
 import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.StagedTable;
+import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.connector.catalog.TableInfo;
 import org.apache.spark.sql.connector.expressions.IdentityTransform;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import sleeper.spark.DriverSide;
 
@@ -44,7 +44,7 @@ import sleeper.spark.DriverSide;
  * and the catalog's registry stay in Python: every call here is one request to the driver's
  * Python side through the bridge {@code format("sleeper")} uses.
  */
-public class CatalogOfTables implements TableCatalog, SupportsNamespaces, ProcedureCatalog {
+public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces, ProcedureCatalog {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private String name;
@@ -148,19 +148,47 @@ public class CatalogOfTables implements TableCatalog, SupportsNamespaces, Proced
     @Override
     public Table createTable(Identifier ident, TableInfo info) throws TableAlreadyExistsException {
         String table = TableNames.of(ident);
-        StructType schema = CatalogV2Util.v2ColumnsToStructType(info.columns());
-        Transform[] partitions = info.partitions();
-        Map<String, String> properties = info.properties();
         ObjectNode request = request("create");
-        request.put("table", table);
-        request.put("schema", schema.json());
-        request.set("partitionColumns", JSON.valueToTree(partitionColumns(partitions)));
-        request.set("properties", JSON.valueToTree(properties));
+        request.setAll(definition(table, info));
         JsonNode answer = call(request);
         if (answer.path("exists").asBoolean(false)) {
             throw new TableAlreadyExistsException(ident);
         }
         return SleeperTable.of(this, ident, table, answer);
+    }
+
+    /** A table's definition as the Python side takes it: {@code {table, schema, partitionColumns, properties}}. */
+    ObjectNode definition(String table, TableInfo info) {
+        ObjectNode definition = JSON.createObjectNode();
+        definition.put("table", table);
+        definition.put("schema", CatalogV2Util.v2ColumnsToStructType(info.columns()).json());
+        definition.set("partitionColumns", JSON.valueToTree(partitionColumns(info.partitions())));
+        definition.set("properties", JSON.valueToTree(info.properties()));
+        return definition;
+    }
+
+    /** {@code CREATE TABLE ... AS SELECT}: the table appears with its rows, in one commit of the Python side. */
+    @Override
+    public StagedTable stageCreate(Identifier ident, TableInfo info) throws TableAlreadyExistsException {
+        if (tableExists(ident)) {
+            throw new TableAlreadyExistsException(ident);
+        }
+        return new StagedSleeperTable(this, ident, info, "create");
+    }
+
+    /** {@code REPLACE TABLE [... AS SELECT]}: the table's new definition and rows, with its history kept. */
+    @Override
+    public StagedTable stageReplace(Identifier ident, TableInfo info) throws NoSuchTableException {
+        if (!tableExists(ident)) {
+            throw new NoSuchTableException(ident);
+        }
+        return new StagedSleeperTable(this, ident, info, "replace");
+    }
+
+    /** {@code CREATE OR REPLACE TABLE [... AS SELECT]} and {@code df.writeTo(...).createOrReplace()}. */
+    @Override
+    public StagedTable stageCreateOrReplace(Identifier ident, TableInfo info) {
+        return new StagedSleeperTable(this, ident, info, "createOrReplace");
     }
 
     /** ADD COLUMNS, ALTER COLUMN ... TYPE, DROP COLUMN, SET / UNSET TBLPROPERTIES: the schema evolution calls. */
@@ -330,7 +358,7 @@ public class CatalogOfTables implements TableCatalog, SupportsNamespaces, Proced
         return request;
     }
 
-    private ObjectNode request(String op) {
+    ObjectNode request(String op) {
         ObjectNode request = JSON.createObjectNode();
         request.put("op", op);
         request.set("options", JSON.valueToTree(options));

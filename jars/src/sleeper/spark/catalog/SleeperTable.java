@@ -36,7 +36,8 @@ import sleeper.spark.SleeperSource;
 final class SleeperTable implements SupportsRead, SupportsWrite {
     private static final Set<TableCapability> READ_ONLY = EnumSet.of(TableCapability.BATCH_READ);
     private static final Set<TableCapability> READ_WRITE = EnumSet.of(TableCapability.BATCH_READ,
-            TableCapability.V1_BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.AUTOMATIC_SCHEMA_EVOLUTION);
+            TableCapability.V1_BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
+            TableCapability.AUTOMATIC_SCHEMA_EVOLUTION);
 
     private final CatalogOfTables catalog;
     private final Identifier ident;
