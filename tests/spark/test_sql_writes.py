@@ -127,3 +127,28 @@ def test_write_to_overwrite_by_condition_and_overwrite_partitions(spark: SparkSe
             col("day") == "a"))
     assert isinstance(ss.sleeper_error(raised.value), ss.ConfigError)
     assert rows_of(lake) == [(4, "a"), (5, "c")]
+
+
+def test_write_to_with_merge_schema_adds_the_columns_the_rows_bring(spark: SparkSession, lake: ss.Catalog) -> None:
+    spark.sql(ORDERS)
+    spark.sql("INSERT INTO lake.db.t VALUES (1, 'a')")
+    rows = spark.createDataFrame([(2, "a", "x")], "id long, day string, note string")
+
+    # Without the option Spark refuses the extra column; with it the column is added, then the rows written
+    with pytest.raises(AnalysisException, match="INSERT_COLUMN_ARITY_MISMATCH"):
+        rows.writeTo("lake.db.t").append()
+    rows.writeTo("lake.db.t").option("mergeSchema", "true").append()
+
+    assert rows_of(lake) == [(1, "a", None), (2, "a", "x")]
+    assert operations(lake) == ["append", "schema", "append"]
+
+
+def test_write_to_with_app_id_and_version_commits_once(spark: SparkSession, lake: ss.Catalog) -> None:
+    spark.sql(ORDERS)
+    rows = spark.createDataFrame([(1, "a")], "id long, day string")
+
+    for _ in range(2):
+        rows.writeTo("lake.db.t").option("app_id", "nightly").option("app_version", "7").append()
+
+    assert rows_of(lake) == [(1, "a")]
+    assert operations(lake) == ["append"]

@@ -4,6 +4,7 @@ import org.apache.spark.sql.SparkSessionExtensions;
 import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
 import sleeper.spark.catalog.DynamicOverwriteRule;
+import sleeper.spark.catalog.MergeSchemaRule;
 import sleeper.spark.catalog.RowChangeRule;
 
 /**
@@ -13,7 +14,8 @@ import sleeper.spark.catalog.RowChangeRule;
  * their own row-level rewrite; this extension instead hands each statement, once Spark has
  * resolved it, to the same copy-on-write builders as {@code t.merge}, {@code t.update} and
  * {@code t.delete_where}, so SQL and Python change rows one way (see {@link RowChangeRule}); and
- * dynamic partition overwrites, which Spark would otherwise refuse (see {@link DynamicOverwriteRule}).
+ * dynamic partition overwrites, which Spark would otherwise refuse (see {@link DynamicOverwriteRule}); and
+ * the write option {@code mergeSchema} on {@code writeTo} (see {@link MergeSchemaRule}).
  */
 public final class SleeperExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
     @Override
@@ -28,6 +30,12 @@ public final class SleeperExtensions extends AbstractFunction1<SparkSessionExten
             @Override
             public DynamicOverwriteRule apply(org.apache.spark.sql.SparkSession session) {
                 return new DynamicOverwriteRule();
+            }
+        });
+        extensions.injectHintResolutionRule(new AbstractFunction1<>() {
+            @Override
+            public MergeSchemaRule apply(org.apache.spark.sql.SparkSession session) {
+                return new MergeSchemaRule(session);
             }
         });
         return BoxedUnit.UNIT;
