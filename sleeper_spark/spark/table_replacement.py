@@ -13,26 +13,24 @@ and the table is made or replaced here, together with its rows:
   ``VERSION AS OF`` still reads the versions before, and a reader sees the old rows or the new,
   never an empty or a missing table. Properties the new definition changes follow in one
   ``properties`` snapshot.
-- Any other replacement (a column dropped, retyped, renamed or moved; other partitioning) makes a
-  new table: a sleeper table's columns only evolve (see ``widen_column``), so the old table is
-  dropped first, its history with it, and a warning says so.
+- Any other replacement (a column dropped, retyped, renamed or moved; other partitioning) is
+  refused with a ``ConfigError`` before anything changes: a sleeper table's columns only evolve
+  (see ``widen_column``), and making a new table would drop the old one, history and rows, before
+  the new rows were safe. ``DROP TABLE`` then ``CREATE TABLE ... AS SELECT`` does it, knowingly.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sleeper_spark.errors import TableAlreadyExistsError, TableNotFoundError
+from sleeper_spark.errors import ConfigError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import TableSchema
 from sleeper_spark.models.schema_evolution import DROPPED_COLUMNS, dropped_columns
 from sleeper_spark.spark.sql_catalog import checked_properties, create_table
 from sleeper_spark.table import Catalog, Table
-
-log = logging.getLogger(__name__)
 
 # Properties a definition carries that are not table properties (Spark's, or derived from the table).
 _NOT_PROPERTIES = frozenset({"provider", "location", "current-version", "owner", "is_managed_location"})
@@ -66,11 +64,12 @@ def prepare(catalog: Catalog, definition: Mapping[str, Any]) -> Prepared:
         raise TableAlreadyExistsError(f"table {name!r} exists: CREATE OR REPLACE TABLE replaces it, "
                                       "CREATE TABLE IF NOT EXISTS leaves it")
     why = _why_not_in_place(existing, definition)
-    if why is None:
-        return Prepared(existing, "overwrite", False, properties)
-    log.warning("table %s: replaced by a new table, its history dropped: %s", name, why)
-    catalog.drop_table(name)
-    return Prepared(create_table(catalog, definition), "append", True, {})
+    if why is not None:
+        raise ConfigError(f"table {name!r} cannot be replaced in place: {why}. A sleeper table's columns only "
+                          "evolve (new columns after the old ones, widened types), and a replacement by a new table "
+                          "would drop its history before the new rows were safe. Drop it first (DROP TABLE), then "
+                          "CREATE TABLE ... AS SELECT; nothing was changed")
+    return Prepared(existing, "overwrite", False, properties)
 
 
 def finish(prepared: Prepared) -> None:

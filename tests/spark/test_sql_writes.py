@@ -48,13 +48,17 @@ def test_create_or_replace_keeping_the_columns_is_one_overwrite_with_the_history
     assert [r["id"] for r in old] == [1]
 
 
-def test_create_or_replace_with_other_column_types_is_a_new_table(spark: SparkSession, lake: ss.Catalog) -> None:
+def test_create_or_replace_that_retypes_a_column_is_refused_and_changes_nothing(spark: SparkSession,
+                                                                               lake: ss.Catalog) -> None:
     spark.sql("CREATE TABLE lake.db.t USING sleeper AS SELECT 1L AS id")
 
-    spark.sql("CREATE OR REPLACE TABLE lake.db.t USING sleeper AS SELECT 'one' AS id")
+    with pytest.raises(Exception) as raised:
+        spark.sql("CREATE OR REPLACE TABLE lake.db.t USING sleeper AS SELECT 'one' AS id")
 
-    assert rows_of(lake) == [("one",)]
-    assert operations(lake) == ["append"]  # the old table's history went with it
+    assert isinstance(ss.sleeper_error(raised.value), ss.ConfigError)
+    assert "DROP TABLE" in str(raised.value)
+    assert rows_of(lake) == [(1,)]
+    assert operations(lake) == ["append"]
 
 
 def test_write_to_create_or_replace_twice_replaces_in_place(spark: SparkSession, lake: ss.Catalog) -> None:
