@@ -99,8 +99,12 @@ class MergeBuilder:
             raise ConfigError("a merge needs at least one when_... clause")
         checked = check_write_args("append", metadata, app_id, app_version)
         # The source is read several times (keys, counts, rows to write), and each read must see
-        # the same rows: it is kept for the merge unless the caller keeps it already.
-        kept = not self._source.is_cached
+        # the same rows: it is kept for the merge unless it is cached already. Spark's cache says
+        # so (storageLevel), not the DataFrame object: a SQL MERGE's source, or a frame cached
+        # through another handle, must not be cached twice nor uncached after the merge.
+        from pyspark.storagelevel import StorageLevel
+
+        kept = self._source.storageLevel == StorageLevel.NONE
         if kept:
             self._source.persist()
         try:

@@ -102,6 +102,20 @@ def test_dataframe_merge_into(spark: SparkSession, lake: ss.Catalog) -> None:
     assert rows_of(table) == sorted([(1, "a", 10.0), (2, "a", 2.0), (3, "b", 3.0), (4, "c", 4.0), (6, "b", 6.0)])
 
 
+def test_a_cached_source_stays_cached(spark: SparkSession, lake: ss.Catalog) -> None:
+    table = make_table(lake, "db.t")
+    cached = source(spark, [(1, "a", 5.0)]).cache()
+    cached.count()
+    cached.createOrReplaceTempView("src")
+
+    spark.sql("MERGE INTO lake.db.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+
+    # The merge neither cached it again nor dropped the caller's cache when it was done
+    assert spark.catalog.isCached("src")
+    assert rows_of(table) == sorted([(1, "a", 5.0), *ROWS[1:]])
+    cached.unpersist()
+
+
 def test_two_source_rows_for_one_target_row_commit_nothing(spark: SparkSession, lake: ss.Catalog) -> None:
     table = make_table(lake, "db.t")
     versions = len(table.history())
