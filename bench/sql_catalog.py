@@ -42,7 +42,7 @@ def run(report: Report, quick: bool) -> None:
         _writes(report, spark, catalog, df, repeat)
         merge_rows, merge_files = (40_000, 40) if quick else (2_000_000, 2_000)
         _merge(report, spark, catalog, merge_rows, merge_files, repeat)
-        _partition_delete(report, spark, catalog, df, repeat)
+        _partition_delete(report, spark, catalog, repeat)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -118,7 +118,7 @@ def _merge(report: Report, spark: Any, catalog: ss.Catalog, rows: int, files: in
     merge_source.unpersist()
 
 
-def _partition_delete(report: Report, spark: Any, catalog: ss.Catalog, df: Any, repeat: int) -> None:
+def _partition_delete(report: Report, spark: Any, catalog: ss.Catalog, repeat: int) -> None:
     import pyarrow.compute as pc
 
     table = catalog.table("t")

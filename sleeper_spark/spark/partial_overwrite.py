@@ -72,10 +72,9 @@ def _matching(spark: Any, table_name: str, state: TableState, condition: str) ->
 
 def _check_written(spark: Any, table_name: str, state: TableState, condition: str,
                    written: Sequence[FileRef]) -> None:
-    from sleeper_spark.spark.partition_conditions import selected_tuples
+    from sleeper_spark.spark.partition_conditions import in_order, selected_tuples
 
-    tuples = sorted({partition_of(f, state.partition_by) for f in written},
-                    key=lambda values: tuple((v is None, v or "") for v in values))
+    tuples = in_order({partition_of(f, state.partition_by) for f in written})
     inside = _over_partitions(selected_tuples(spark, state, tuples, condition), table_name, state, condition)
     outside = [values for values in tuples if values not in inside]
     if outside:

@@ -23,13 +23,13 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-import pyarrow as pa
 from pyspark.errors import PySparkException
 
 from sleeper_spark.models import FileRef
 from sleeper_spark.spark.native_write import quoted_column
 from sleeper_spark.spark.reader import spark_schema
 from sleeper_spark.state import TableState
+from sleeper_spark.table.writes import Partition, file_partitions, files_in_partitions
 
 _RELATION = "_sleeper_partitions"  # the relation's alias (the condition names columns without one)
 _INDEX = "_sleeper_index"  # the relation's column that says which distinct tuple a row is
@@ -44,20 +44,17 @@ def files_where(spark: Any, state: TableState, condition: str) -> list[FileRef] 
     if not partition_by or not hasattr(spark, "_jsparkSession") or \
             str(spark.conf.get(_RAW_STRINGS_CONF, "false")).lower() == "true":
         return None
-    files = state.files.table()
-    # One tuple per file, from the files table's partition columns: FileRefs are built only for
-    # the files selected.
-    per_file = list(zip(*(files.column(f"partition.{c}").to_pylist() for c in partition_by), strict=True))
-    tuples = sorted(set(per_file), key=lambda values: tuple((v is None, v or "") for v in values))
-    true = selected_tuples(spark, state, tuples, condition)
-    if true is None:
-        return None
-    chosen = pa.array([values in true for values in per_file], pa.bool_())
-    return state.layout.file_refs(files.filter(chosen)) if true else []
+    true = selected_tuples(spark, state, in_order(set(file_partitions(state))), condition)
+    return None if true is None else files_in_partitions(state, true)
 
 
-def selected_tuples(spark: Any, state: TableState, tuples: Sequence[tuple[str | None, ...]],
-                    condition: str) -> set[tuple[str | None, ...]] | None:
+def in_order(partitions: set[Partition]) -> list[Partition]:
+    """Partition value tuples in a fixed order (NULL last), so that a VALUES relation of them is always the same."""
+    return sorted(partitions, key=lambda values: tuple((v is None, v or "") for v in values))
+
+
+def selected_tuples(spark: Any, state: TableState, tuples: Sequence[Partition],
+                    condition: str) -> set[Partition] | None:
     """Those of ``tuples`` (partition values as stored) that make ``condition`` TRUE; None: not
     over the partition columns alone."""
     from pyspark.sql import functions as F

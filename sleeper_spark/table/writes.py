@@ -147,14 +147,20 @@ def dynamic_overwrite(files: Sequence[FileRef], partition_by: Sequence[str]) -> 
     return lambda state: files_in_partitions(state, written)
 
 
+def file_partitions(state: TableState) -> list[Partition]:
+    """Each file's partition values, in the order of ``state.files.table()`` (read from its columns:
+    no FileRef is built)."""
+    stored = state.files.table()
+    columns = [stored.column(f"partition.{name}").to_pylist() for name in state.partition_by]
+    return list(zip(*columns, strict=True))
+
+
 def files_in_partitions(state: TableState, partitions: set[Partition]) -> list[FileRef]:
     """The files of ``state`` whose partition values are one of ``partitions``."""
     if not partitions or not len(state.files):
         return []
-    stored = state.files.table()
-    columns = [stored.column(f"partition.{name}").to_pylist() for name in state.partition_by]
-    marks = pa.array([values in partitions for values in zip(*columns, strict=True)], pa.bool_())
-    return state.files.layout.file_refs(stored.filter(marks))
+    marks = pa.array([values in partitions for values in file_partitions(state)], pa.bool_())
+    return state.files.layout.file_refs(state.files.table().filter(marks))
 
 
 def commit_staged(head: TableHead, store: ObjectStore, table_root: str, files: Sequence[FileRef],

@@ -32,6 +32,7 @@ import org.apache.spark.sql.connector.expressions.IdentityTransform;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import sleeper.spark.DriverSide;
+import sleeper.spark.FormatBridge;
 
 /**
  * The tables of one sleeper_spark catalog as a Spark catalog, configured under the name of its
@@ -367,21 +368,24 @@ public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces,
 
     /** A MERGE, UPDATE or DELETE (see {@link RowChangeRule}); {@code source} is a merge's source rows. */
     JsonNode changeRows(ObjectNode request, org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> source) {
-        SparkSession spark = SparkSession.active();
         request.set("options", JSON.valueToTree(options));
-        try {
-            return DriverSide.answer(DriverSide.bridge("the SQL catalog " + name)
-                    .changeRows(spark, JSON.writeValueAsString(request), source, DriverSide.sessionConf(spark)));
-        } catch (IOException error) {
-            throw new UncheckedIOException(error);
-        }
+        return ask(request, (bridge, spark, json, conf) -> bridge.changeRows(spark, json, source, conf));
     }
 
     JsonNode call(ObjectNode request) {
+        return ask(request, FormatBridge::catalog);
+    }
+
+    /** One of the bridge's methods that take the session, a JSON request and the session's settings. */
+    private interface Question {
+        String ask(FormatBridge bridge, SparkSession spark, String request, String sessionConf);
+    }
+
+    private JsonNode ask(ObjectNode request, Question question) {
         SparkSession spark = SparkSession.active();
         try {
-            return DriverSide.answer(DriverSide.bridge("the SQL catalog " + name)
-                    .catalog(spark, JSON.writeValueAsString(request), DriverSide.sessionConf(spark)));
+            return DriverSide.answer(question.ask(DriverSide.bridge("the SQL catalog " + name), spark,
+                    JSON.writeValueAsString(request), DriverSide.sessionConf(spark)));
         } catch (IOException error) {
             throw new UncheckedIOException(error);
         }

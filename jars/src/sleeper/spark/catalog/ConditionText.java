@@ -7,9 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
-import scala.Function1;
 import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * A resolved condition or value as Spark SQL text over the names the Python builders use:
@@ -29,28 +27,18 @@ final class ConditionText {
                     + "or DELETE condition is not supported on a sleeper table: join what it reads into the source "
                     + "(MERGE INTO ... USING (SELECT ...)) instead; in " + expression.sql());
         }
-        Expression named = expression.transformUp(new AbstractPartialFunction<Expression, Expression>() {
-            @Override
-            public boolean isDefinedAt(Expression node) {
-                return node instanceof AttributeReference;
-            }
-
-            @Override
-            public <A1 extends Expression, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
-                if (!(node instanceof AttributeReference column)) {
-                    return otherwise.apply(node);
-                }
-                String side = sides.get(column.exprId());
-                if (side == null) {
-                    throw new UnsupportedOperationException("sleeper_spark.errors.ConfigError: " + column.sql()
-                            + " is neither a column of the table nor of the source");
-                }
-                List<String> qualifier = side.isEmpty() ? List.of() : List.of(side);
-                @SuppressWarnings("unchecked")
-                B1 renamed = (B1) column.withQualifier(CollectionConverters.asScala(qualifier).toSeq());
-                return renamed;
-            }
-        });
+        Expression named = expression.transformUp(Rewrite.of(node -> node instanceof AttributeReference,
+                node -> named((AttributeReference) node, sides)));
         return named.sql();
+    }
+
+    private static Expression named(AttributeReference column, Map<ExprId, String> sides) {
+        String side = sides.get(column.exprId());
+        if (side == null) {
+            throw new UnsupportedOperationException("sleeper_spark.errors.ConfigError: " + column.sql()
+                    + " is neither a column of the table nor of the source");
+        }
+        List<String> qualifier = side.isEmpty() ? List.of() : List.of(side);
+        return column.withQualifier(CollectionConverters.asScala(qualifier).toSeq());
     }
 }

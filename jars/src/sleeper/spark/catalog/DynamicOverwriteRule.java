@@ -9,10 +9,8 @@ import org.apache.spark.sql.catalyst.plans.logical.OverwriteByExpression;
 import org.apache.spark.sql.catalyst.plans.logical.OverwritePartitionsDynamic;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
-import scala.Function1;
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * Spark runs a dynamic partition overwrite ({@code df.writeTo(t).overwritePartitions()},
@@ -27,28 +25,22 @@ public final class DynamicOverwriteRule extends Rule<LogicalPlan> {
 
     @Override
     public LogicalPlan apply(LogicalPlan plan) {
-        return plan.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
-            @Override
-            public boolean isDefinedAt(LogicalPlan node) {
-                return node instanceof OverwritePartitionsDynamic overwrite
-                        && overwrite.table() instanceof DataSourceV2Relation relation
-                        && relation.table() instanceof SleeperTable;
-            }
+        return plan.transformDown(Rewrite.of(DynamicOverwriteRule::onSleeperTable, DynamicOverwriteRule::restated));
+    }
 
-            @Override
-            public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
-                if (!isDefinedAt(node)) {
-                    return otherwise.apply(node);
-                }
-                OverwritePartitionsDynamic overwrite = (OverwritePartitionsDynamic) node;
-                Map<String, String> options = new HashMap<>(CollectionConverters.asJava(overwrite.writeOptions()));
-                options.put(MODE_OPTION, "dynamic");
-                @SuppressWarnings("unchecked")
-                B1 rewritten = (B1) new OverwriteByExpression(overwrite.table(), Literal.TrueLiteral(),
-                        overwrite.query(), scala.collection.immutable.Map.from(CollectionConverters.asScala(options)),
-                        overwrite.isByName(), overwrite.withSchemaEvolution(), Option.empty(), Option.empty());
-                return rewritten;
-            }
-        });
+    private static boolean onSleeperTable(LogicalPlan node) {
+        return node instanceof OverwritePartitionsDynamic overwrite
+                && overwrite.table() instanceof DataSourceV2Relation relation
+                && relation.table() instanceof SleeperTable;
+    }
+
+    /** The dynamic overwrite as an overwrite of the whole table with {@code partitionOverwriteMode=dynamic}. */
+    private static LogicalPlan restated(LogicalPlan node) {
+        OverwritePartitionsDynamic overwrite = (OverwritePartitionsDynamic) node;
+        Map<String, String> options = new HashMap<>(CollectionConverters.asJava(overwrite.writeOptions()));
+        options.put(MODE_OPTION, "dynamic");
+        return new OverwriteByExpression(overwrite.table(), Literal.TrueLiteral(), overwrite.query(),
+                scala.collection.immutable.Map.from(CollectionConverters.asScala(options)), overwrite.isByName(),
+                overwrite.withSchemaEvolution(), Option.empty(), Option.empty());
     }
 }

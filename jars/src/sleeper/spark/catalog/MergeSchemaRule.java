@@ -12,9 +12,7 @@ import org.apache.spark.sql.catalyst.plans.logical.V2WriteCommand;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.CatalogManager;
-import scala.Function1;
 import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * The write option {@code mergeSchema=true} on a sleeper catalog's table
@@ -34,23 +32,12 @@ public final class MergeSchemaRule extends Rule<LogicalPlan> {
 
     @Override
     public LogicalPlan apply(LogicalPlan plan) {
-        return plan.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
-            @Override
-            public boolean isDefinedAt(LogicalPlan node) {
-                return node instanceof V2WriteCommand write && !write.withSchemaEvolution() && asksToMerge(node)
-                        && write.table() instanceof UnresolvedRelation relation && inSleeperCatalog(relation);
-            }
+        return plan.transformDown(Rewrite.of(this::marksToMerge, MergeSchemaRule::withSchemaEvolution));
+    }
 
-            @Override
-            public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
-                if (!isDefinedAt(node)) {
-                    return otherwise.apply(node);
-                }
-                @SuppressWarnings("unchecked")
-                B1 evolving = (B1) withSchemaEvolution(node);
-                return evolving;
-            }
-        });
+    private boolean marksToMerge(LogicalPlan node) {
+        return node instanceof V2WriteCommand write && !write.withSchemaEvolution() && asksToMerge(node)
+                && write.table() instanceof UnresolvedRelation relation && inSleeperCatalog(relation);
     }
 
     private static boolean asksToMerge(LogicalPlan node) {

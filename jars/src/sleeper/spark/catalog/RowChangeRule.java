@@ -26,11 +26,9 @@ import org.apache.spark.sql.catalyst.plans.logical.UpdateTable;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
-import scala.Function1;
 import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * Turns {@code MERGE INTO}, {@code UPDATE} and {@code DELETE FROM} on a sleeper catalog's table,
@@ -46,22 +44,8 @@ import scala.runtime.AbstractPartialFunction;
 public final class RowChangeRule extends Rule<LogicalPlan> {
     @Override
     public LogicalPlan apply(LogicalPlan plan) {
-        return plan.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
-            @Override
-            public boolean isDefinedAt(LogicalPlan node) {
-                return node.resolved() && target(node) != null;
-            }
-
-            @Override
-            public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
-                if (!isDefinedAt(node)) {
-                    return otherwise.apply(node);
-                }
-                @SuppressWarnings("unchecked")
-                B1 call = (B1) rewrite(node, target(node));
-                return call;
-            }
-        });
+        return plan.transformDown(Rewrite.of(node -> node.resolved() && target(node) != null,
+                node -> rewrite(node, target(node))));
     }
 
     /** The sleeper table a row change targets, or null for any other plan. */
