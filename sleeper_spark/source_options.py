@@ -205,6 +205,10 @@ class StreamReadOptions(ScanOptions):
     ignore_changes: TrueOrFalse = Field(default=False, alias="ignoreChanges",
                                         description="deliver the files added by overwrites and deletes instead "
                                                     "of failing")
+    read_changes: TrueOrFalse = Field(default=False, alias="readChanges",
+                                      description="deliver each version's changes: the table's columns and "
+                                                  "`_change_type`, `_commit_version`, `_commit_timestamp` "
+                                                  "(what `readStream.changes` reads)")
     max_files_per_trigger: OptionalInt = Field(default=None, ge=1, alias="maxFilesPerTrigger",
                                                description="at most this many files per micro-batch, in whole "
                                                            "versions")

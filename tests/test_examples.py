@@ -121,6 +121,20 @@ def test_the_sql_example_creates_inserts_appends_merges_deletes_and_time_travels
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_the_changes_example_keeps_a_copy_in_step_through_batch_sql_and_streaming_changes(tmp_path: Path) -> None:
+    out = run_example("changes", str(tmp_path / "wh"))
+    assert "applied changes up to version 3: 6 change rows; copy = [(1, 'Ada'), (2, 'Bryan'), (3, 'Cleo'), " \
+           "(4, 'Dora')]" in out
+    assert "applied changes up to version 4: 2 change rows; copy = [(1, 'Ada'), (2, 'Bryan'), (4, 'Dora'), " \
+           "(5, 'Emil')]" in out
+    assert "copy equals the table: True" in out
+    assert "computeUpdates: update_postimage 2 Bryan, update_preimage 2 Brian" in out
+    assert "CHANGES FROM VERSION 2: delete=2, insert=6" in out
+    assert "stream: 8 change rows, then 2 after one more MERGE" in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_the_notebook_runs_as_a_script() -> None:
     out = run_example("notebook")
     assert "|      338| 250276.5|" in out

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sleeper_spark.errors import SleeperSparkError
     from sleeper_spark.models import Snapshot
     from sleeper_spark.table import Table
+    from sleeper_spark.table.changes import ChangePlan
     from sleeper_spark.table.writes import PartialOverwrite
 
 
@@ -73,6 +74,11 @@ class SparkDataFrames:
         from sleeper_spark.spark import helper
 
         return helper.read(table, spark, version, timestamp)
+
+    def changes(self, table: Table, spark: Any, plan: ChangePlan) -> Any:
+        from sleeper_spark.spark.changes import changes_frame
+
+        return changes_frame(table, spark, plan)
 
     def merge(self, table: Table, source: Any, condition: str) -> Any:
         from sleeper_spark.spark.merge_builder import MergeBuilder

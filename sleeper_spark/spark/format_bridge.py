@@ -33,8 +33,8 @@ from sleeper_spark.spark import helper, table_replacement
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native_read import hand_over, native_root
 from sleeper_spark.spark.native_write import write_native
-from sleeper_spark.spark.options import merge, open_catalog, parse_read, parse_write, session_options
-from sleeper_spark.spark.reader import spark_schema
+from sleeper_spark.spark.options import merge, open_catalog, parse_read, parse_write, reads_changes, session_options
+from sleeper_spark.spark.reader import spark_schema, with_change_columns
 from sleeper_spark.table import Catalog, Table
 from sleeper_spark.table.writes import check_partial_overwrite, check_write_args
 
@@ -113,6 +113,23 @@ class FormatBridge:
 
         return _answer(run)
 
+    def changes(self, jsession: Any, request: str, session_conf: str) -> Any:
+        """A changelog's rows: the JVM's DataFrame, or an error as JSON text (see ``FormatBridge.changes``)."""
+        from sleeper_spark.spark.changes import changes_of_request
+
+        spark = self._session(jsession)
+        frames: list[Any] = []
+
+        def run() -> dict[str, Any]:
+            given = json.loads(request)
+            options = _options(json.dumps(given.get("options", {})), session_conf)
+            table = open_catalog(options).table(given["table"])
+            frames.append(changes_of_request(spark, table, given)._jdf)
+            return {}
+
+        answer = _answer(run)
+        return frames[0] if frames else answer
+
     def _session(self, jsession: Any) -> Any:
         # As PySpark's foreachBatch does: a Python session over the JVM session that called, on
         # the context active now (the bridge outlives a stopped context: the JVM keeps it).
@@ -156,6 +173,8 @@ def _route(spark: Any, options: Mapping[str, str]) -> dict[str, Any]:
         return {"native": native, "schema": None, "missing": str(missing)}
     version = table.resolve_version(settings.version, settings.timestamp)
     state = table.state(version)
+    if reads_changes(options):  # a streaming read of changes: only the Python source streams
+        return {"native": False, "schema": with_change_columns(spark_schema(state.schema, guarded=False)).json()}
     if native_root(table, spark, entry, state.schema) is None:
         return {"native": False, "schema": None}
     return {"native": True, "schema": spark_schema(state.schema, guarded=False).json()}

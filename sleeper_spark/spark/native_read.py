@@ -80,7 +80,7 @@ def hand_over(table: Table, spark: Any, entry: Any, version: int | None) -> Hand
         return None
     started = time.perf_counter()
     files = files_for(table, state.version)
-    manifest = _write_manifest(files)
+    manifest = write_manifest(files)
     log.debug("table %s version %d: %d files handed over in %.3f s", table.name, state.version, files.num_rows,
               time.perf_counter() - started)
     from sleeper_spark.spark.reader import spark_schema
@@ -159,7 +159,7 @@ def data_frame(spark: Any, entry: Any, description: str, root: str, files: pa.Ta
     from sleeper_spark.spark.reader import spark_schema
 
     return open_data_frame(spark, entry, HandOver(
-        description=description, root=root.rstrip("/"), manifest=_write_manifest(files),
+        description=description, root=root.rstrip("/"), manifest=write_manifest(files),
         schema_json=spark_schema(schema, guarded=False).json(), partition_by=partition_by))
 
 
@@ -172,7 +172,7 @@ def open_data_frame(spark: Any, entry: Any, files: HandOver) -> Any:
         os.unlink(files.manifest)
 
 
-def _write_manifest(files: pa.Table) -> str:
+def write_manifest(files: pa.Table) -> str:
     """``files`` as an Arrow IPC stream of one batch in a new temporary file; returns its path."""
     handle, manifest = tempfile.mkstemp(prefix="sleeper-files-", suffix=".arrows")
     try:

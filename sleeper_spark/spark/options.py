@@ -121,6 +121,11 @@ def parse_read(options: Mapping[str, str]) -> ReadOptions:
     return _parse(ReadOptions, options, "read")
 
 
+def reads_changes(options: Mapping[str, str]) -> bool:
+    """Whether a read has ``readChanges=true``: a streaming read of changes (see ``stream_changes``)."""
+    return lowered(options).get("readchanges", "").strip().lower() == "true"
+
+
 def parse_stream_read(options: Mapping[str, str]) -> StreamReadOptions:
     """The options of a streaming read; time travel options are refused (they mean nothing here)."""
     options = lowered(options)

@@ -52,6 +52,18 @@ def spark_schema(schema: TableSchema, guarded: bool) -> StructType:
     return struct.add(StructField(GUARD_COLUMN, BooleanType(), False)) if guarded else struct
 
 
+def with_change_columns(schema: StructType) -> StructType:
+    """``schema`` followed by the columns of a changes read (see ``sleeper_spark.table.changes``)."""
+    from pyspark.sql.types import LongType, StringType, TimestampType
+
+    from sleeper_spark.table.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+
+    added = StructType(list(schema.fields))
+    for name, type_ in ((CHANGE_TYPE, StringType()), (COMMIT_VERSION, LongType()), (COMMIT_TIMESTAMP, TimestampType())):
+        added = added.add(StructField(name, type_, True))
+    return added
+
+
 class FilesPartition(InputPartition):
     """The data files one task reads."""
 

@@ -24,10 +24,11 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from sleeper_spark.errors import ConfigError
 from sleeper_spark.process_state import REGISTERED_SOURCES
 from sleeper_spark.spark import messages
-from sleeper_spark.spark.options import GUARD_COLUMN, merge, open_catalog, parse_read, session_options
-from sleeper_spark.spark.reader import ReadTarget, SleeperReader, default_parallelism, spark_schema
+from sleeper_spark.spark.options import GUARD_COLUMN, merge, open_catalog, parse_read, reads_changes, session_options
+from sleeper_spark.spark.reader import ReadTarget, SleeperReader, default_parallelism, spark_schema, with_change_columns
 from sleeper_spark.spark.stream_reader import plan_stream_read
 from sleeper_spark.spark.stream_writer import plan_stream_write
 from sleeper_spark.spark.writer import plan_write
@@ -63,9 +64,15 @@ class SleeperDataSource(DataSource):
     def schema(self) -> StructType:
         target = self._read_target()
         self._pinned = target.version
-        return spark_schema(target.schema, target.guarded)
+        schema = spark_schema(target.schema, target.guarded)
+        if reads_changes(self.options):
+            schema = with_change_columns(schema)  # a streaming read of changes: see stream_changes
+        return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if reads_changes(self.options):
+            raise ConfigError("readChanges is an option of streaming reads; read a range of changes in a batch with "
+                              "spark.read.changes('<catalog>.<table>') or table.read_changes(spark, first, last)")
         return SleeperReader(self._read_target(), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

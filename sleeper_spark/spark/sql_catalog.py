@@ -20,6 +20,8 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
 - ``alter`` ``{table, changes}``: ``ALTER TABLE``'s changes, each ``{"kind", ...}``; all are checked
   before the first is committed, and each kind commits once (added columns together).
 - ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
+- ``changelog`` ``{table, range, deduplicationMode, computeUpdates}``: the columns and row identity
+  of a changes read, see :mod:`sleeper_spark.spark.changes` (the bridge's ``changes`` gives its rows).
 - ``stage`` ``{stage}``: a ``CREATE OR REPLACE TABLE`` with no rows, see
   :mod:`sleeper_spark.spark.table_replacement`.
 
@@ -48,6 +50,7 @@ from sleeper_spark.errors import (
     TableNotFoundError,
 )
 from sleeper_spark.spark import procedures
+from sleeper_spark.spark.changes import describe_changelog
 from sleeper_spark.spark.jvm import native_entry
 from sleeper_spark.spark.metadata_tables import metadata_table
 from sleeper_spark.spark.native_read import native_root
@@ -250,8 +253,17 @@ def _drop_namespace(request: _Request) -> dict[str, Any]:
     return {"dropped": bool(inside)}
 
 
+def _changelog(request: _Request) -> dict[str, Any]:
+    try:
+        table = request.catalog.table(request.body["table"])
+    except TableNotFoundError as missing:
+        return {"missing": str(missing)}
+    return describe_changelog(table, request.body)
+
+
 _OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
-    "load": _load, "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
+    "load": _load, "changelog": _changelog,
+    "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
     "metadata": _metadata, "procedure": _procedure, "call": _call, "stage": _stage,
     "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
 }

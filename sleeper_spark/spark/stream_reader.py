@@ -56,6 +56,10 @@ def plan_stream_read(options: Mapping[str, str], requested: StructType,
         parallelism=settings.parallelism or default_parallelism,
         max_partition_bytes=settings.max_partition_bytes, relation=uuid.uuid4().hex, guarded=False,
     )
+    if settings.read_changes:
+        from sleeper_spark.spark.stream_changes import ChangesStreamReader
+
+        return ChangesStreamReader(target, requested, settings)
     return SleeperStreamReader(target, requested, settings)
 
 

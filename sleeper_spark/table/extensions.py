@@ -15,6 +15,7 @@ from sleeper_spark.errors import ConfigError
 
 if TYPE_CHECKING:
     from sleeper_spark.models import Snapshot, TruncateReport, VacuumReport
+    from sleeper_spark.table.changes import ChangePlan
     from sleeper_spark.table.table import Table
     from sleeper_spark.table.writes import PartialOverwrite
 
@@ -29,6 +30,8 @@ class SparkBridge(Protocol):
     def read(self, table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any: ...
 
     def merge(self, table: Table, source: Any, condition: str) -> Any: ...
+
+    def changes(self, table: Table, spark: Any, plan: ChangePlan) -> Any: ...
 
     def update(self, table: Table, spark: Any, set: Mapping[str, str], where: str | None) -> Snapshot: ...
 

@@ -20,7 +20,7 @@ from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.state import TableState
 from sleeper_spark.state.file_columns import public_view, with_event_time
 from sleeper_spark.storage import ObjectStore
-from sleeper_spark.table import reading, schema_changes
+from sleeper_spark.table import changes, reading, schema_changes
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
 from sleeper_spark.table.writes import (
     PartialOverwrite,
@@ -232,6 +232,43 @@ class Table:
         """Reads the table (at ``version``) into Arrow, skipping files the filter rules out."""
         state = self.state(version)
         return reading.scan(self.store, self.root, reading.planned_files(state, filter), state.schema, columns, filter)
+
+    def changes(self, starting_version: int | None = None, ending_version: int | None = None, *,
+                starting_timestamp: datetime | None = None, ending_timestamp: datetime | None = None) -> pa.Table:
+        """The rows versions ``starting_version..ending_version`` (both included; None: the latest)
+        inserted and deleted, read with pyarrow from only the files those versions added or removed.
+
+        Columns: the table's (as the last version has them) and ``_change_type`` (``insert`` or
+        ``delete``; an update is both), ``_commit_version``, ``_commit_timestamp``. Rows a rewrite
+        only copied are not changes; compactions yield nothing. The timestamp forms select the
+        versions committed in that time range instead. See :mod:`sleeper_spark.table.changes`.
+        """
+        first, last = self._change_range(starting_version, ending_version, starting_timestamp, ending_timestamp)
+        plan = changes.plan_changes(self, first, last)
+        return changes.read_changes(self, plan)
+
+    def read_changes(self, spark: Any, starting_version: int | None = None, ending_version: int | None = None, *,
+                     starting_timestamp: datetime | None = None, ending_timestamp: datetime | None = None) -> Any:
+        """The rows of :meth:`changes` as a Spark DataFrame, read with Spark's own Parquet reader
+        (``_commit_timestamp`` a Spark timestamp). See :mod:`sleeper_spark.spark.changes`."""
+        first, last = self._change_range(starting_version, ending_version, starting_timestamp, ending_timestamp)
+        return spark_bridge().changes(self, spark, changes.plan_changes(self, first, last))
+
+    def _change_range(self, starting_version: int | None, ending_version: int | None,
+                      starting_timestamp: datetime | None, ending_timestamp: datetime | None) -> tuple[int, int | None]:
+        if starting_timestamp is None:
+            if starting_version is None:
+                raise ConfigError("give the first version whose changes to read (starting_version), or a "
+                                  "starting_timestamp")
+            if ending_timestamp is not None:
+                raise ConfigError("give the range of changes as versions or as timestamps, not both")
+            return starting_version, ending_version
+        if starting_version is not None or ending_version is not None:
+            raise ConfigError("give the range of changes as versions or as timestamps, not both")
+        found = changes.versions_between(self, starting_timestamp, ending_timestamp)
+        if found is None:
+            return self.state().version + 1, None  # no version in that time: no changes
+        return found
 
     def read(self, spark: Any, version: int | None = None, timestamp: datetime | None = None) -> Any:
         """The table as a Spark DataFrame (at a version or a time)."""

@@ -49,4 +49,12 @@ public interface FormatBridge {
      * source rows (null otherwise). The answer is rows, as a procedure's.
      */
     String changeRows(SparkSession spark, String request, Dataset<Row> source, String sessionConf);
+
+    /**
+     * The changes of a table of the SQL catalog: {@code request} is the {@code "changelog"} request
+     * of {@code SleeperCatalog.loadChangelog} (the table, its range, the catalog's options). The
+     * answer is a DataFrame over Spark's own reader whose columns are those the changelog
+     * described, or, when it cannot be made, the error as JSON text (as the other methods answer).
+     */
+    Object changes(SparkSession spark, String request, String sessionConf);
 }

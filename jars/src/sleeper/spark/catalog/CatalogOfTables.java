@@ -11,6 +11,8 @@ import java.util.Map;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -18,6 +20,8 @@ import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.CatalogV2Util;
+import org.apache.spark.sql.connector.catalog.Changelog;
+import org.apache.spark.sql.connector.catalog.ChangelogContext;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
 import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
@@ -139,6 +143,45 @@ public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces,
             request.put("timestampMicros", timestampMicros);
         }
         return request;
+    }
+
+    /**
+     * {@code spark.read.changes(...)} and {@code CHANGES FROM ...}: the rows each version in the range
+     * inserted and deleted (see {@link SleeperChangelog}). The range is checked here; the rows are
+     * planned when Spark plans the scan.
+     */
+    @Override
+    public Changelog loadChangelog(Identifier ident, ChangelogContext context, CaseInsensitiveStringMap options)
+            throws NoSuchTableException {
+        String table = TableNames.of(ident);
+        ObjectNode request = request("changelog");
+        request.put("table", table);
+        request.set("range", ChangeRanges.json(JSON, context.range()));
+        request.put("deduplicationMode", context.deduplicationMode().value());
+        request.put("computeUpdates", context.computeUpdates());
+        JsonNode answer = call(request);
+        if (answer.hasNonNull("missing")) {
+            throw new NoSuchTableException(ident);
+        }
+        return SleeperChangelog.of(name + "." + ident + " changes", this, request, answer);
+    }
+
+    /** The rows of a changelog's request, as the Python side plans them over Spark's reader. */
+    @SuppressWarnings("unchecked") // the bridge answers a DataFrame, or an error as JSON text
+    Dataset<Row> changes(ObjectNode request) {
+        SparkSession spark = SparkSession.active();
+        try {
+            Object rows = DriverSide.bridge("the changes of a table of the SQL catalog " + name).changes(spark,
+                    JSON.writeValueAsString(request), DriverSide.sessionConf(spark));
+            if (rows instanceof String json) {
+                DriverSide.answer(json);
+                throw new IllegalStateException("the sleeper_spark driver side answered a changes read without rows: "
+                        + json);
+            }
+            return (Dataset<Row>) rows;
+        } catch (IOException error) {
+            throw new UncheckedIOException(error);
+        }
     }
 
     @Override
@@ -367,7 +410,7 @@ public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces,
     }
 
     /** A MERGE, UPDATE or DELETE (see {@link RowChangeRule}); {@code source} is a merge's source rows. */
-    JsonNode changeRows(ObjectNode request, org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> source) {
+    JsonNode changeRows(ObjectNode request, Dataset<Row> source) {
         request.set("options", JSON.valueToTree(options));
         return ask(request, (bridge, spark, json, conf) -> bridge.changeRows(spark, json, source, conf));
     }
