@@ -104,14 +104,16 @@ def read(table: Table, spark: Any, version: int | None, timestamp: datetime | No
     """The table at a version (or a time) as a DataFrame; the version is resolved here.
 
     Spark's own Parquet reader when the session has the jar (see :mod:`sleeper_spark.spark.jvm`),
-    else the ``sleeper`` Python data source.
+    Spark's ``parquet`` source over the version's files on a Spark Connect session (see
+    :mod:`sleeper_spark.spark.connect_read`), else the ``sleeper`` Python data source.
     """
+    from sleeper_spark.spark.connect_read import is_connect, read_parquet
     from sleeper_spark.spark.native_read import read_native
     from sleeper_spark.spark.source import current_session_options, register_source, session_parallelism
 
     resolved = table.resolve_version(version, timestamp)  # typed errors before Spark is involved
     register_source(spark)  # every helper call leaves format("sleeper") usable in the session
-    native = read_native(table, spark, resolved)
+    native = read_parquet(table, spark, resolved) if is_connect(spark) else read_native(table, spark, resolved)
     if native is not None:
         return native
     read_options = {opt.SCAN_GUARD: "true"}

@@ -1,16 +1,20 @@
-"""Run by test_spark_connect.py: a Spark Connect client of a server that has the jar.
+"""Run by test_spark_connect.py: a Spark Connect client of a server with or without the jar.
 
     python tests/spark/connect_job.py sc://127.0.0.1:PORT WAREHOUSE
 
 A Connect client has no JVM of its own, so format("sleeper") runs through the sleeper Python
-data source on the server, whose jar's source hands the work to it. Prints one JSON line.
+data source on the server, and helper reads through Spark's parquet source over the version's
+files. Prints one JSON line.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
@@ -32,6 +36,18 @@ def main(url: str, warehouse: str) -> None:
     except Exception as error:
         typed = ss.sleeper_error(error)
         missing = type(typed).__name__ if typed is not None else repr(error)[:500]
+    # Helper reads: Spark's parquet source over exactly the version's files, the table's schema given
+    helper_read = catalog.read(spark, "events")
+    table = catalog.table("events")
+    expected = sorted(zip(*table.scan().to_pydict().values(), strict=True))
+    helper_rows = sorted(tuple(row) for row in helper_read.collect())
+    version_files = sorted(Path(table.location, f.path).resolve().as_uri() for f in table.files())
+    read_files = sorted(Path(unquote(urlparse(uri).path)).resolve().as_uri() for uri in helper_read.inputFiles())
+    table.add_columns([pa.field("note", pa.string())])
+    with_note = catalog.read(spark, "events")
+    spark.conf.set("spark.sleeper_spark.connect.read", "source")
+    source_read = catalog.read(spark, "events").count()
+    spark.conf.unset("spark.sleeper_spark.connect.read")
     print(json.dumps({
         "count": loaded.count(),
         "part_1": loaded.where("part = '1'").count(),
@@ -39,6 +55,10 @@ def main(url: str, warehouse: str) -> None:
         "helper_version": helper.version,
         "helper_read": catalog.read(spark, "events").where("part = 'x'").count(),
         "missing": missing,
+        "helper_rows_are_the_tables": helper_rows == expected,
+        "helper_files_are_the_versions": read_files == version_files,
+        "added_column_reads_null": with_note.where("note IS NULL").count() == 115 and "note" in with_note.columns,
+        "source_read": source_read,
     }), flush=True)
     spark.stop()
 

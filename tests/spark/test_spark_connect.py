@@ -1,6 +1,7 @@
-"""A Spark Connect server from pyspark's own start-connect-server.sh on loopback, with the jar:
-its clients' format("sleeper") and helper calls run through the sleeper Python data source on the
-server (a Connect client has no JVM to connect the native path to), and give the right rows."""
+"""A Spark Connect server from pyspark's own start-connect-server.sh on loopback, with the jar and
+without it: its clients' format("sleeper") runs through the sleeper Python data source on the
+server (a Connect client has no JVM to connect the native path to), and helper reads through
+Spark's own parquet source over the version's files; both give the right rows."""
 
 from __future__ import annotations
 
@@ -54,9 +55,11 @@ def _command_line(pid: int) -> str:
         return ""
 
 
-@pytest.fixture
-def connect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """A Connect server (local[2], the jar on its classpath) on 127.0.0.1; yields its URL and the environment."""
+@pytest.fixture(params=["jar", "no jar"])
+def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A Connect server (local[2]) on 127.0.0.1, once with the jar on its classpath and once without
+    (as Databricks serverless, which takes no jars); yields its URL and the environment."""
+    jars = ["--jars", ss.jar_path()] if request.param == "jar" else []
     log4j = quiet_log4j2(tmp_path)
     port = free_port()
     pid_dir = tmp_path / "pids"
@@ -66,7 +69,7 @@ def connect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     environment.pop("SPARK_NO_DAEMONIZE", None)
     # The script daemonizes the server (nohup, a pid file) and exits; the JVM stays in the group it led.
     script = process_groups.start(
-        [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]", "--jars", ss.jar_path(),
+        [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]", *jars,
          "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
          "--conf", "spark.ui.enabled=false"],
         env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -89,7 +92,9 @@ def test_a_connect_client_reads_and_writes_through_the_python_source(
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result == {"count": 115, "part_1": 28, "at_version_2": 100, "helper_version": 4, "helper_read": 5,
-                      "missing": "TableNotFoundError"}
+                      "missing": "TableNotFoundError", "helper_rows_are_the_tables": True,
+                      "helper_files_are_the_versions": True, "added_column_reads_null": True,
+                      "source_read": 115}
     table = ss.Catalog.local(str(warehouse)).table("events")
     assert table.partition_by == ("part",)
     # Written by the Python data source's tasks, not by Spark's own writer (data/spark-<write id>/)

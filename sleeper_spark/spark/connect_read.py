@@ -1,0 +1,86 @@
+"""Helper reads on a Spark Connect session: Spark's own ``parquet`` source over a version's files.
+
+A Connect client has no JVM, so the jar's file index cannot be handed the version's files; but the
+client knows them (the log is read here), and Spark's ``parquet`` source reads exactly a list of
+files, on any server, with or without the jar. So a helper read on Connect is
+``spark.read.schema(<the table's columns>).parquet(<every file of the version>)``:
+
+- Spark's own reader and its column pruning, filter pushdown and row-group skipping by the files'
+  footers; the files are those of the version, pruned by nothing else (the jar's index also skips
+  whole files by the log's statistics per query; this cannot);
+- the table's schema is given, so files written before a column was added read it as null, and
+  Spark's Parquet reader widens a column written with a narrower type;
+- the server resolves the file list once per read: one status request per file (on S3 a HEAD,
+  listed by a Spark job from 32 files on), where the jar's index needs none.
+
+It needs the server to reach the table's store: local paths are ``file:`` URIs (the server must
+see the same disk), and ``s3://`` is named with the scheme of ``spark.sleeper_spark.connect.s3Scheme``
+(default ``s3a``: hadoop-aws on the server; EMR and Databricks name it ``s3``). The session setting
+``spark.sleeper_spark.connect.read`` chooses: ``parquet`` (the default) or ``source`` (the sleeper Python
+data source, which needs nothing of the server but Python and this package).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sleeper_spark.process_state import SAID_ONCE
+from sleeper_spark.spark.native_read import native_types
+from sleeper_spark.spark.reader import spark_schema
+from sleeper_spark.storage.base import join_key
+
+if TYPE_CHECKING:
+    from sleeper_spark.table import Table
+
+log = logging.getLogger(__name__)
+
+READ_CONF = "spark.sleeper_spark.connect.read"
+S3_SCHEME_CONF = "spark.sleeper_spark.connect.s3Scheme"
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM in this process)."""
+    return getattr(spark, "_jvm", None) is None and type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def read_parquet(table: Table, spark: Any, version: int | None) -> Any | None:
+    """The table at ``version`` (None: now) read by Spark's ``parquet`` source, or None when this
+    session should read through the sleeper data source instead (see the module doc)."""
+    if str(spark.conf.get(READ_CONF, "parquet")).strip().lower() != "parquet":
+        return None
+    state = table.state(version)
+    if not native_types(state.schema):
+        _tell("nanos", "a table with nanosecond timestamps is read through the sleeper Python data source")
+        return None
+    root = server_location(spark, table.location, table.catalog.config.s3_endpoint)
+    if root is None:
+        return None
+    paths = table.files_table(state.version)["path"].to_pylist()
+    schema = spark_schema(state.schema, guarded=False)
+    if not paths:
+        return spark.createDataFrame([], schema)
+    # Explicit file paths: Spark infers no partition columns from them; the files hold every column.
+    return spark.read.schema(schema).parquet(*[join_key(root, path) for path in paths])
+
+
+def server_location(spark: Any, location: str, s3_endpoint: str | None) -> str | None:
+    """The table's location as the Connect server's Hadoop names it, or None where it cannot reach it."""
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return "file:" + str(Path(location).resolve())
+    if scheme == "file":
+        return location
+    if scheme not in ("s3", "s3a"):
+        return location
+    if s3_endpoint and not spark.conf.get("spark.hadoop.fs.s3a.endpoint", ""):
+        _tell("s3-endpoint", "the catalog uses a custom S3 endpoint but the server's fs.s3a.endpoint is not set: "
+              "reading through the sleeper Python data source")
+        return None
+    return f"{spark.conf.get(S3_SCHEME_CONF, 's3a')}://{rest}"
+
+
+def _tell(reason: str, message: str) -> None:
+    if SAID_ONCE.first(("connect", reason)):
+        log.info(message)
