@@ -32,7 +32,14 @@ _FOOTER_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "float32",
 
 def file_ref(data: bytes, path: str, schema: TableSchema, partition_by: tuple[str, ...], table: str) -> FileRef:
     """The FileRef of the Parquet file ``data`` found at ``path`` (relative to the table root)."""
-    parquet = pq.ParquetFile(arrow_reader(data))
+    return described_file(pq.ParquetFile(arrow_reader(data)), path, len(data),
+                          f"sha256:{hashlib.sha256(data).hexdigest()}", schema, partition_by, table)
+
+
+def described_file(parquet: pq.ParquetFile, path: str, size: int, checksum: str, schema: TableSchema,
+                   partition_by: tuple[str, ...], table: str) -> FileRef:
+    """The FileRef of an open Parquet file whose size and checksum are known: its footer gives the
+    rest (and its data, for the columns the footer cannot describe, see the module doc)."""
     metadata = parquet.metadata
     stats, missing = _footer_stats(metadata, schema)
     if missing:
@@ -45,8 +52,8 @@ def file_ref(data: bytes, path: str, schema: TableSchema, partition_by: tuple[st
             )
     partition = {column: _partition_value(parquet, stats[column], metadata.num_rows, column)
                  for column in partition_by}
-    return FileRef(path=path, partition=partition, size_bytes=len(data), row_count=metadata.num_rows,
-                   checksum=f"sha256:{hashlib.sha256(data).hexdigest()}", column_stats=stats)
+    return FileRef(path=path, partition=partition, size_bytes=size, row_count=metadata.num_rows,
+                   checksum=checksum, column_stats=stats)
 
 
 def _footer_stats(metadata: pq.FileMetaData, schema: TableSchema) -> tuple[dict[str, ColumnStats], list[str]]:

@@ -34,11 +34,14 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
           app_version: int | None, merge_schema: bool = False, partial: PartialOverwrite | None = None) -> Snapshot:
     """Writes ``df`` as one snapshot of ``table`` and returns that snapshot.
 
-    Spark's own Parquet writer when the session has the jar (see :mod:`sleeper_spark.spark.native_write`),
-    else the ``sleeper`` Python data source. ``partial``: the part of the table an overwrite
+    Spark's own Parquet writer when the session has the jar (see :mod:`sleeper_spark.spark.native_write`)
+    or is a Spark Connect session (see :mod:`sleeper_spark.spark.connect_write`), else the
+    ``sleeper`` Python data source. ``partial``: the part of the table an overwrite
     replaces (see :mod:`sleeper_spark.spark.partial_overwrite`).
     """
     spark = df.sparkSession
+    from sleeper_spark.spark.connect_read import is_connect
+    from sleeper_spark.spark.connect_write import write_parquet
     from sleeper_spark.spark.native_write import write_native
     from sleeper_spark.spark.partial_overwrite import write_in_driver
     from sleeper_spark.spark.source import current_session_options, register_source
@@ -50,7 +53,8 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
         if earlier is not None:
             return earlier  # an idempotent repeat: no job runs, nothing is staged
     register_source(spark)  # every helper call leaves format("sleeper") usable in the session
-    native = write_native(table, df, state, mode, metadata, app_id, app_version, merge=merge, partial=partial)
+    native_write = write_parquet if is_connect(spark) else write_native
+    native = native_write(table, df, state, mode, metadata, app_id, app_version, merge=merge, partial=partial)
     if native is not None:
         return native
     write_id = new_write_id()

@@ -162,13 +162,20 @@ def _stage(table: Table, df: Any, layout: FileLayout) -> tuple[NewFiles, str, Fu
         files, cleanup = described_files(table, entry.takeFacts(accumulator), write_dir, layout,
                                          local=target.startswith("file:"))
     except BaseException:
-        _remove(table, write_dir)
+        remove_write_dir(table, write_dir)
         raise
     return files, write_id, cleanup
 
 
 def _run_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
              facts_id: str) -> None:
+    run_write_job(spark, df, schema, partition_by, target, FORMAT_CLASS, {FACTS_OPTION: facts_id})
+
+
+def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
+                  format_name: str, options: Mapping[str, str]) -> None:
+    """Spark writes ``df``'s ``schema`` columns into ``target`` in ``format_name`` (Spark's Parquet
+    format or the jar's), one folder per partition named by a hash of its values."""
     from pyspark.sql import functions as F
 
     columns = [F.col(quoted_column(name)) for name in schema.names]
@@ -181,8 +188,8 @@ def _run_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, 
         parts = [F.col(quoted_column(name)) for name in partition_by]
         key = F.xxhash64(*[c for part in parts for c in (part, part.isNull())])
         columns.append(key.alias(HIDDEN_COLUMN))
-    writer = (df.select(*columns).write.mode("errorifexists").format(FORMAT_CLASS)
-              .option(FACTS_OPTION, facts_id).option(_SUCCESS_MARKER, "false"))
+    writer = (df.select(*columns).write.mode("error").format(format_name).options(**options)
+              .option(_SUCCESS_MARKER, "false"))
     if partitioned:
         writer = writer.partitionBy(HIDDEN_COLUMN)
     with _micros_timestamps(spark, any(f.type.name == "timestamp" for f in schema.fields)):
@@ -230,7 +237,7 @@ def described_files(table: Table, lines: str, write_dir: str, layout: FileLayout
     empty = pc.equal(facts.column("rows"), 0)
     removed = [join_key(table.root, path) for path in facts.filter(empty).column("path").to_pylist()]
     if local:
-        removed += [join_key(table.root, _crc_name(path)) for path in facts.column("path").to_pylist()]
+        removed += [join_key(table.root, crc_name(path)) for path in facts.column("path").to_pylist()]
     cleanup = _deleting(table, removed)
     try:
         return _described(table, facts.filter(pc.invert(empty)), layout), cleanup
@@ -271,7 +278,7 @@ def _deleting(table: Table, keys: list[str]) -> Future[None]:
         pool.shutdown(wait=False)
 
 
-def _crc_name(path: str) -> str:
+def crc_name(path: str) -> str:
     folder, _, name = path.rpartition("/")
     return f"{folder}/.{name}.crc"
 
@@ -283,7 +290,7 @@ def _parallel(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return list(pool.map(work, items))
 
 
-def _remove(table: Table, write_dir: str) -> None:
+def remove_write_dir(table: Table, write_dir: str) -> None:
     try:
         keys = [info.key for info in table.store.list(join_key(table.root, write_dir) + "/")]
     except Exception as error:

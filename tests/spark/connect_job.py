@@ -48,6 +48,14 @@ def main(url: str, warehouse: str) -> None:
     spark.conf.set("spark.sleeper_spark.connect.read", "source")
     source_read = catalog.read(spark, "events").count()
     spark.conf.unset("spark.sleeper_spark.connect.read")
+    # Helper writes: Spark's parquet writer, committed from the files (partition nulls, NaN, long strings)
+    source = spark.range(300).selectExpr(
+        "id", "CASE WHEN id % 7 = 0 THEN NULL ELSE cast(id % 3 AS string) END AS part",
+        "CASE WHEN id % 5 = 0 THEN double('NaN') ELSE id / 2 END AS x", "repeat(cast(id AS string), 200) AS s")
+    written = catalog.write(source, "written", partition_by=["part"])
+    table_written = catalog.table("written")
+    written_rows = sorted(map(str, zip(*table_written.scan().to_pydict().values(), strict=True)))
+    source_rows = sorted(map(str, (tuple(row) for row in source.collect())))
     print(json.dumps({
         "count": loaded.count(),
         "part_1": loaded.where("part = '1'").count(),
@@ -59,6 +67,11 @@ def main(url: str, warehouse: str) -> None:
         "helper_files_are_the_versions": read_files == version_files,
         "added_column_reads_null": with_note.where("note IS NULL").count() == 115 and "note" in with_note.columns,
         "source_read": source_read,
+        "helper_write": [written.version, written.operation, written.rows_added],
+        "helper_write_rows": written_rows == source_rows,
+        "helper_write_by_spark": all(f.path.startswith("data/spark-") for f in table_written.files()),
+        "helper_write_verifies": table_written.verify(deep=True).ok,
+        "helper_write_parts": sorted({str(f.partition["part"]) for f in table_written.files()}),
     }), flush=True)
     spark.stop()
 

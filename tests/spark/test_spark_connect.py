@@ -81,7 +81,7 @@ def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[t
         _stop_connect_server(script, environment, pid_dir)
 
 
-def test_a_connect_client_reads_and_writes_through_the_python_source(
+def test_a_connect_client_reads_and_writes_with_spark_s_parquet_source_and_the_python_source(
         connect_server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     url, environment = connect_server
     warehouse = tmp_path / "warehouse"
@@ -94,9 +94,17 @@ def test_a_connect_client_reads_and_writes_through_the_python_source(
     assert result == {"count": 115, "part_1": 28, "at_version_2": 100, "helper_version": 4, "helper_read": 5,
                       "missing": "TableNotFoundError", "helper_rows_are_the_tables": True,
                       "helper_files_are_the_versions": True, "added_column_reads_null": True,
-                      "source_read": 115}
+                      "source_read": 115, "helper_write": [2, "append", 300], "helper_write_rows": True,
+                      "helper_write_by_spark": True, "helper_write_verifies": True,
+                      "helper_write_parts": ["0", "1", "2", "None"]}
     table = ss.Catalog.local(str(warehouse)).table("events")
     assert table.partition_by == ("part",)
-    # Written by the Python data source's tasks, not by Spark's own writer (data/spark-<write id>/)
-    assert table.files() and not any(f.path.startswith("data/spark-") for f in table.files())
+    # format("sleeper") wrote through the Python data source's tasks, the helper with Spark's own
+    # writer (data/spark-<write id>/), which left nothing but the committed files in its folder
+    by_spark = {f.path.split("/")[1] for f in table.files() if f.path.startswith("data/spark-")}
+    assert len(by_spark) == 1 and any(not f.path.startswith("data/spark-") for f in table.files())
     assert table.verify().ok
+    written = ss.Catalog.local(str(warehouse)).table("written")
+    folders = {Path(written.location, f.path).parent for f in written.files()}
+    assert sorted(p.name for folder in folders for p in folder.iterdir()) == sorted(
+        Path(f.path).name for f in written.files())
