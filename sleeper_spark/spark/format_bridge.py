@@ -130,6 +130,16 @@ class FormatBridge:
         answer = _answer(run)
         return frames[0] if frames else answer
 
+    def register(self, jsession: Any) -> str:
+        """Registers the Python data source in the JVM session that called (a Connect client's)."""
+        from sleeper_spark.spark.source import register_source
+
+        def run() -> dict[str, Any]:
+            register_source(self._session(jsession))
+            return {}
+
+        return _answer(run)
+
     def _session(self, jsession: Any) -> Any:
         # As PySpark's foreachBatch does: a Python session over the JVM session that called, on
         # the context active now (the bridge outlives a stopped context: the JVM keeps it).

@@ -12,12 +12,14 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
 import pytest
 
 import sleeper_spark as ss
+from sleeper_spark.spark.jvm import EXTENSIONS_CLASS, catalog_conf
 from tests.fixtures import process_groups
 from tests.fixtures.servers import free_port
 from tests.fixtures.spark import quiet_log4j2
@@ -55,11 +57,24 @@ def _command_line(pid: int) -> str:
         return ""
 
 
+@dataclass(frozen=True)
+class ConnectServer:
+    url: str
+    environment: dict[str, str]
+    with_jar: bool
+    pid_dir: Path
+
+
 @pytest.fixture(params=["jar", "no jar"])
-def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """A Connect server (local[2]) on 127.0.0.1, once with the jar on its classpath and once without
-    (as Databricks serverless, which takes no jars); yields its URL and the environment."""
-    jars = ["--jars", ss.jar_path()] if request.param == "jar" else []
+def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConnectServer]:
+    """A Connect server (local[2]) on 127.0.0.1, once with the jar on its classpath (and the SQL
+    catalog ``lake`` of ``tmp_path/warehouse``) and once without (as Databricks serverless, which
+    takes no jars)."""
+    jars: list[str] = []
+    if request.param == "jar":  # and a SQL catalog of the job's warehouse, as a server's settings name it
+        catalog = ss.Catalog.local(str(tmp_path / "warehouse"))
+        jars = ["--jars", ss.jar_path(), "--conf", f"spark.sql.extensions={EXTENSIONS_CLASS}"]
+        jars += [part for key, value in catalog_conf("lake", catalog).items() for part in ("--conf", f"{key}={value}")]
     log4j = quiet_log4j2(tmp_path)
     port = free_port()
     pid_dir = tmp_path / "pids"
@@ -76,20 +91,40 @@ def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[t
     try:
         process_groups.wait_for_port(port, lambda: process_groups.group_running(script), "the Connect server",
                                      seconds=120)
-        yield f"sc://127.0.0.1:{port}", environment
+        yield ConnectServer(f"sc://127.0.0.1:{port}", environment, request.param == "jar", pid_dir)
     finally:
         _stop_connect_server(script, environment, pid_dir)
+    # Then the Python side the server's JVM started (if any) is gone with it
+    assert _python_sides(pid_dir) == []
 
 
-def test_a_connect_client_reads_and_writes_with_spark_s_parquet_source_and_the_python_source(
-        connect_server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    url, environment = connect_server
+def _error_lines(stderr: str) -> str:
+    """The lines of a failed job's output that say what failed, not where in Spark."""
+    return "\n".join(line for line in stderr.splitlines() if not line.lstrip().startswith("at "))[-4000:]
+
+
+def _python_sides(pid_dir: Path) -> list[int]:
+    """The Python sides a server whose pid folder is ``pid_dir`` started (they inherit its environment)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or "jvm_started" not in _command_line(int(proc.name)):
+            continue
+        with contextlib.suppress(OSError):
+            if f"SPARK_PID_DIR={pid_dir}".encode() in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+    return found
+
+
+def test_a_connect_client_reads_writes_and_runs_sql_on_spark_s_own_reader_and_writer(
+        connect_server: ConnectServer, tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
+    with_jar = connect_server.with_jar
 
-    run = subprocess.run([sys.executable, str(HERE / "connect_job.py"), url, str(warehouse)], env=environment,
+    run = subprocess.run([sys.executable, str(HERE / "connect_job.py"), connect_server.url, str(warehouse)],
+                         env=connect_server.environment,
                          capture_output=True, text=True, timeout=600, cwd=HERE.parents[1])
 
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == 0, _error_lines(run.stderr)
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result == {"count": 115, "part_1": 28, "at_version_2": 100, "helper_version": 4, "helper_read": 5,
                       "missing": "TableNotFoundError", "helper_rows_are_the_tables": True,
@@ -99,12 +134,43 @@ def test_a_connect_client_reads_and_writes_with_spark_s_parquet_source_and_the_p
                       "helper_write_parts": ["0", "1", "2", "None"]}
     table = ss.Catalog.local(str(warehouse)).table("events")
     assert table.partition_by == ("part",)
-    # format("sleeper") wrote through the Python data source's tasks, the helper with Spark's own
-    # writer (data/spark-<write id>/), which left nothing but the committed files in its folder
+    # Without the jar, format("sleeper") wrote through the Python data source's tasks; with it,
+    # through Spark's own writer too, the server's JVM having started its Python side. The helper
+    # always wrote with Spark's own writer (data/spark-<write id>/), which left nothing but the
+    # committed files in its folder
     by_spark = {f.path.split("/")[1] for f in table.files() if f.path.startswith("data/spark-")}
-    assert len(by_spark) == 1 and any(not f.path.startswith("data/spark-") for f in table.files())
+    assert len(by_spark) == (3 if with_jar else 1)
     assert table.verify().ok
     written = ss.Catalog.local(str(warehouse)).table("written")
     folders = {Path(written.location, f.path).parent for f in written.files()}
     assert sorted(p.name for folder in folders for p in folder.iterdir()) == sorted(
         Path(f.path).name for f in written.files())
+    if with_jar:
+        sql_on_the_python_side_the_jvm_started(connect_server, warehouse)
+
+
+def sql_on_the_python_side_the_jvm_started(connect_server: ConnectServer, warehouse: Path) -> None:
+    """SQL on the catalog of a server with the jar, from a client that registered nothing: the
+    server's JVM starts its own Python side, and starts another when that one dies."""
+
+    def sql_job(phase: str) -> dict[str, object]:
+        run = subprocess.run([sys.executable, str(HERE / "connect_sql_job.py"), connect_server.url, str(warehouse),
+                              phase], env=connect_server.environment, capture_output=True, text=True, timeout=600,
+                             cwd=HERE.parents[1])
+        assert run.returncode == 0, _error_lines(run.stderr)
+        return json.loads(run.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+    # When a client that never registered anything runs SQL on the server's catalog
+    result = sql_job("first")
+    # Then every statement ran, on one Python side the server's JVM started
+    assert result == {"rows": [[1, "a", "d1"], [2, "B", "d1"], [4, "d", "d2"]], "merged": [1, 1],
+                      "changes": {"delete": 2, "insert": 2}, "version_2": 3, "missing": "SnapshotNotFoundError",
+                      "format_read_by_spark": True}
+    sides = _python_sides(connect_server.pid_dir)
+    assert len(sides) == 1
+    # When that process dies, Then the next statement starts another and runs
+    os.kill(sides[0], signal.SIGKILL)
+    assert sql_job("again") == {"count": 4}
+    restarted = _python_sides(connect_server.pid_dir)
+    assert len(restarted) == 1 and restarted != sides
+

@@ -57,4 +57,11 @@ public interface FormatBridge {
      * described, or, when it cannot be made, the error as JSON text (as the other methods answer).
      */
     Object changes(SparkSession spark, String request, String sessionConf);
+
+    /**
+     * Registers the sleeper Python data source (as {@value SleeperSource#PYTHON_NAME}) in {@code spark},
+     * where the Python driver did not (a Spark Connect session whose client did not call
+     * {@code sleeper_spark.register}): {@code {}}, or an error as the other methods answer.
+     */
+    String register(SparkSession spark);
 }

@@ -35,13 +35,13 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Spark finds a source by its short name in the jars before it looks at Python data sources,
  * so this class answers every {@code format("sleeper")}. Where the Python driver has connected
- * its {@link FormatBridge} (``sleeper_spark.register``, which every helper call makes), batch
+ * its {@link FormatBridge} (``sleeper_spark.register``, which every helper call makes), or where
+ * the driver started its own Python side (a Spark Connect server, see {@link PythonSide}), batch
  * reads and writes run on Spark's own Parquet reader and writer: the table it gives Spark lacks
  * the batch capabilities, so Spark uses the V1 side, {@link #createRelation}, which asks the
  * driver's Python side for the version's files (a file index that prunes per query) or to
  * commit the write. Everything else (streaming, a session that switched the jar off, a table
- * Spark's reader cannot read, a session with no bridge such as a Spark Connect server) goes to
- * the Python data source (registered as {@value #PYTHON_NAME}), to which this class hands the work
+ * Spark's reader cannot read) goes to the Python data source (registered as {@value #PYTHON_NAME}), to which this class hands the work
  * unchanged.
  */
 public final class SleeperSource implements DataSourceRegister, TableProvider, RelationProvider,
@@ -153,7 +153,7 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
     }
 
     private JsonNode route(Map<String, String> options) {
-        FormatBridge driverSide = bridge;
+        FormatBridge driverSide = connectedBridge(SparkSession.active(), "a read or write of format(\"sleeper\")");
         if (driverSide == null) {
             return null;
         }
@@ -167,7 +167,12 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
 
     private PythonDataSourceV2 python() {
         if (python == null) {
-            if (!SparkSession.active().sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
+            SparkSession spark = SparkSession.active();
+            FormatBridge driverSide = bridge;
+            if (driverSide != null && !spark.sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
+                answer(driverSide.register(spark)); // a session whose Python client registered nothing
+            }
+            if (!spark.sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
                 throw new IllegalArgumentException("the sleeper data source is not registered in this session: "
                         + "call sleeper_spark.register(spark) first (catalog.read and catalog.write do it too)");
             }
@@ -177,8 +182,23 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
         return python;
     }
 
+    /**
+     * The connected bridge; where none is (a Spark Connect server, a JVM application) and this driver
+     * may start its own Python side, it is started first (see {@link PythonSide}). Null where the
+     * Python driver must connect it ({@code sleeper_spark.register}).
+     */
+    private static FormatBridge connectedBridge(SparkSession spark, String what) {
+        if (PythonSide.died()) {
+            bridge = null; // its process is gone: the bridge would fail every call
+        }
+        if (bridge == null && PythonSide.enabled(spark)) {
+            PythonSide.start(spark, what);
+        }
+        return bridge;
+    }
+
     static FormatBridge requireBridge(String what) {
-        FormatBridge driverSide = bridge;
+        FormatBridge driverSide = connectedBridge(SparkSession.active(), what);
         if (driverSide == null) {
             throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: " + what + " through Spark's own "
                     + "Parquet reader needs the Python driver of a classic Spark session: call sleeper_spark.register"
