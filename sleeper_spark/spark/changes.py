@@ -7,8 +7,11 @@ version's facts as constant columns (the hand-over's partition values, see
 * files whose rows are all inserts (appends) are one scan, read like the table itself;
 * the removed and added files of the versions that removed files are one scan with a sign per
   file (-1 removed, +1 added), grouped by every column and the version: a group whose signs do
-  not cancel is that many deletes or inserts, and rows a rewrite only copied cancel out. Small
-  inputs are grouped in one task, with no shuffle.
+  not cancel is that many deletes or inserts, and rows a rewrite only copied cancel out. Up to
+  256 MiB of such files are grouped in one task, with no shuffle; up to 32 MiB (a MERGE that
+  rewrote a few files) are compared on the driver with pyarrow instead, as ``Table.changes`` does,
+  and handed to Spark as rows: that takes milliseconds, where a Spark aggregate costs more than
+  reading the files.
 
 A file appears in a scan once; a path that two versions in the range name (a restore adds back a
 file an earlier version removed) goes to a second scan. Where Spark's reader cannot read the table
@@ -18,7 +21,7 @@ file an earlier version removed) goes to a second scan. Where Spark's reader can
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +50,10 @@ if TYPE_CHECKING:
 
 _SIGN = "_sleeper_sign"  # +1 for a row of an added file, -1 for one of a removed file
 _NET = "_sleeper_net"
-# Compared files up to this size are grouped in one task: a shuffle would cost more than it saves.
+# Compared files up to this size are compared on the driver with pyarrow, and up to the next in
+# one task of Spark's: a shuffle (or a Spark job) would cost more than it saves.
+_DRIVER_BYTES = 32 * 2**20
+DRIVER_BYTES_CONF = "spark.sleeper_spark.changes.driverBytes"
 _ONE_TASK_BYTES = 256 * 2**20
 
 
@@ -124,13 +130,26 @@ def changes_frame(table: Table, spark: Any, plan: ChangePlan) -> Any:
     compared = [_Read(f, (str(c.version), _timestamp(c.committed_at), sign))
                 for c in plan.versions if c.compared
                 for files, sign in ((c.removed, "-1"), (c.added, "1")) for f in files]
-    if compared:
+    if compared and sum(r.file.size_bytes for r in compared) <= _driver_bytes(spark):
+        # A few small files (a MERGE that rewrote one): compared on the driver in milliseconds,
+        # where a Spark aggregate would cost more than reading them.
+        on_driver = replace(plan, versions=tuple(c for c in plan.versions if c.compared))
+        frames.append(spark.createDataFrame(read_changes(table, on_driver), schema))
+    elif compared:
         frames.append(_net_changes(spark, entry, table, root, plan, compared))
     names = schema.fieldNames()
     result = frames[0].select(*names)
     for frame in frames[1:]:
         result = result.unionByName(frame.select(*names))
     return result
+
+
+def _driver_bytes(spark: Any) -> int:
+    """How many bytes of compared files the driver compares itself (session setting :data:`DRIVER_BYTES_CONF`)."""
+    text = str(spark.conf.get(DRIVER_BYTES_CONF, str(_DRIVER_BYTES))).strip()
+    if not text.isdigit():
+        raise ConfigError(f"the session setting {DRIVER_BYTES_CONF} is a number of bytes, not {text!r}")
+    return int(text)
 
 
 def _timestamp(moment: datetime) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import sleeper_spark as ss
+from sleeper_spark.spark.changes import DRIVER_BYTES_CONF
 from sleeper_spark.table.changes import plan_changes
 from tests.fixtures.spark import catalog_factory_over
 from tests.fixtures.sql_catalog import lake
@@ -188,7 +189,19 @@ def spark_tuples(frame: DataFrame) -> list[Row]:
                   for r in rows], key=repr)
 
 
-def test_the_spark_and_sql_reads_give_the_arrow_rows(spark: SparkSession, lake: ss.Catalog) -> None:
+@pytest.fixture(params=["driver", "spark"])
+def compared_on(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
+    """Runs a test with the versions that removed files compared on the driver (the default for
+    small files) and by a Spark aggregate (what larger ones get)."""
+    if request.param == "spark":
+        spark.conf.set(DRIVER_BYTES_CONF, "0")
+    try:
+        yield str(request.param)
+    finally:
+        spark.conf.unset(DRIVER_BYTES_CONF)
+
+
+def test_the_spark_and_sql_reads_give_the_arrow_rows(spark: SparkSession, lake: ss.Catalog, compared_on: str) -> None:
     run = random_table(spark, lake, seed=7)
     table, rng = run.table, run.rng
     last = table.state().version
@@ -202,7 +215,8 @@ def test_the_spark_and_sql_reads_give_the_arrow_rows(spark: SparkSession, lake: 
     assert spark_tuples(reader) == arrow_tuples(table.changes(3, last))
 
 
-def test_spark_tells_negative_zero_from_zero_as_arrow_does(spark: SparkSession, catalog: ss.Catalog) -> None:
+def test_spark_tells_negative_zero_from_zero_as_arrow_does(spark: SparkSession, catalog: ss.Catalog,
+                                                           compared_on: str) -> None:
     # Given rows whose floats (top-level, in a struct, in a list) go from 0.0 to -0.0, and copied
     # rows with NaN and nested nulls
     schema = pa.schema([("id", pa.int64()), ("value", pa.float64()), ("point", pa.struct([("x", pa.float32())])),

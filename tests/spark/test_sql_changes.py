@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
+from sleeper_spark.spark.changes import DRIVER_BYTES_CONF
 from tests.spark.conftest import io_path, lake
 
 pytestmark = pytest.mark.spark
@@ -131,9 +132,17 @@ def test_what_cannot_be_read_is_a_sleeper_error_that_says_what_to_do(spark: Spar
 
 def test_versions_that_removed_files_are_compared_in_one_task_without_a_shuffle(
         spark: SparkSession, orders: ss.Table) -> None:
-    # When the changes of the UPDATE, DELETE and MERGE are planned
-    frame = orders.read_changes(spark, 4, 6)
-    plan = frame._jdf.queryExecution().executedPlan().toString()
-    # Then Spark's Parquet reader reads the files, and the comparison needs no exchange
+    # When the changes of the UPDATE, DELETE and MERGE are planned, by default and with the
+    # driver comparing no bytes itself
+    small = orders.read_changes(spark, 4, 6)
+    spark.conf.set(DRIVER_BYTES_CONF, "0")
+    try:
+        large = orders.read_changes(spark, 4, 6)
+        plan = large._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset(DRIVER_BYTES_CONF)
+    # Then small files are compared on the driver (Spark gets rows, and reads no file), larger ones
+    # by Spark's Parquet reader with no exchange; both give the pyarrow reader's rows
+    assert "FileScan" not in small._jdf.queryExecution().executedPlan().toString()
     assert "FileScan parquet" in plan and "Exchange" not in plan
-    assert changed(frame.collect()) == arrow_changes(orders, 4, 6)
+    assert changed(small.collect()) == changed(large.collect()) == arrow_changes(orders, 4, 6)
