@@ -15,9 +15,12 @@ files, on any server, with or without the jar. So a helper read on Connect is
 
 It needs the server to reach the table's store: local paths are ``file:`` URIs (the server must
 see the same disk), and ``s3://`` is named with the scheme of ``spark.sleeper_spark.connect.s3Scheme``
-(default ``s3a``: hadoop-aws on the server; EMR and Databricks name it ``s3``). The session setting
-``spark.sleeper_spark.connect.read`` chooses: ``parquet`` (the default) or ``source`` (the sleeper Python
-data source, which needs nothing of the server but Python and this package).
+(default ``s3a``: hadoop-aws on the server; EMR and Databricks name it ``s3``). Where the server has
+the jar, ``format("sleeper")`` is better still (the jar's index, pruned per query, and no file
+listing) and a helper read takes it. The session setting ``spark.sleeper_spark.connect.read``
+chooses: ``auto`` (the default: the jar's path where the server has it, else ``parquet``),
+``parquet``, or ``source`` (``format("sleeper")``: the jar's path, or without the jar the sleeper
+Python data source, which needs nothing of the server but Python and this package).
 """
 
 from __future__ import annotations
@@ -45,10 +48,21 @@ def is_connect(spark: Any) -> bool:
     return getattr(spark, "_jvm", None) is None and type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def connect_path(spark: Any, setting: str) -> str:
+    """How a helper read or write on Connect runs (the session setting ``setting``): ``jar`` where
+    the server has the jar and the setting is ``auto`` (the default), else ``parquet`` or ``source``."""
+    from sleeper_spark.spark.source import has_jar_source
+
+    chosen = str(spark.conf.get(setting, "auto")).strip().lower()
+    if chosen == "auto":
+        return "jar" if has_jar_source(spark) else "parquet"
+    return chosen
+
+
 def read_parquet(table: Table, spark: Any, version: int | None) -> Any | None:
     """The table at ``version`` (None: now) read by Spark's ``parquet`` source, or None when this
-    session should read through the sleeper data source instead (see the module doc)."""
-    if str(spark.conf.get(READ_CONF, "parquet")).strip().lower() != "parquet":
+    session should read through ``format("sleeper")`` instead (see the module doc)."""
+    if connect_path(spark, READ_CONF) != "parquet":
         return None
     state = table.state(version)
     if not native_types(state.schema):

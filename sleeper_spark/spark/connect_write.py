@@ -14,9 +14,11 @@ so the files are described afterwards, with no data byte crossing to the client:
 
 So a write costs Spark's write, a second read of the written bytes on the server, and per file a
 LIST entry and a footer read from the client. A job that fails commits nothing and its folder is
-deleted (best effort). The session setting ``spark.sleeper_spark.connect.write=source`` writes
-through the sleeper Python data source instead; partial overwrites (``replace_where``, dynamic
-partition overwrite) always do.
+deleted (best effort). Where the server has the jar, ``format("sleeper")``'s write is better (the
+files describe themselves as they are written) and a helper write takes it. The session setting
+``spark.sleeper_spark.connect.write`` chooses as ``spark.sleeper_spark.connect.read`` does
+(``auto``, ``parquet``, ``source``); partial overwrites (``replace_where``, dynamic partition
+overwrite) always go through ``format("sleeper")``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pyarrow.parquet as pq
 from sleeper_spark.layout import spark_write_dir
 from sleeper_spark.models import FileRef, Snapshot, TableSchema
 from sleeper_spark.models.schema_evolution import merged_schema
-from sleeper_spark.spark.connect_read import server_location
+from sleeper_spark.spark.connect_read import connect_path, server_location
 from sleeper_spark.spark.footers import described_file
 from sleeper_spark.spark.native_read import native_types
 from sleeper_spark.spark.native_write import remove_write_dir, run_write_job
@@ -53,8 +55,8 @@ def write_parquet(table: Table, df: Any, state: TableState, mode: str, metadata:
     """Writes ``df`` (checked against ``state``'s schema) as one snapshot with Spark's ``parquet``
     writer, or returns None where this session writes through the sleeper data source instead."""
     spark = df.sparkSession
-    if partial is not None or str(spark.conf.get(WRITE_CONF, "parquet")).strip().lower() != "parquet":
-        return None
+    if partial is not None or connect_path(spark, WRITE_CONF) != "parquet":
+        return None  # the jar's path where the server has it, or the Python data source
     schema = merged_schema(state.schema, merge, table.name) if merge is not None else state.schema
     root = server_location(spark, table.location, table.catalog.config.s3_endpoint)
     if root is None or not native_types(schema):

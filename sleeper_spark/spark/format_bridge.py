@@ -231,7 +231,7 @@ def _write(spark: Any, df: Any, save_mode: str, options: Mapping[str, str],
     if earlier is not None:
         return {"version": earlier.version}
     snapshot = write_native(table, df, state, write_mode, metadata, settings.app_id, settings.app_version,
-                            merge=merge, partial=partial)
+                            merge=merge, partial=partial, write_id=settings.write_id)
     if snapshot is None and from_catalog:
         snapshot = helper.write(table, df, write_mode, metadata, settings.app_id, settings.app_version,
                                 settings.merge_schema, partial)

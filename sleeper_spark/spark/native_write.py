@@ -69,19 +69,21 @@ R = TypeVar("R")
 
 def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: Mapping[str, str],
                  app_id: str | None, app_version: int | None, merge: TableSchema | None = None,
-                 partial: PartialOverwrite | None = None) -> Snapshot | None:
+                 partial: PartialOverwrite | None = None, write_id: str | None = None) -> Snapshot | None:
     """Writes ``df`` (already checked against ``state``'s schema) as one snapshot, or returns None
     when this session cannot take the native path (the caller then uses the Python source).
 
     ``merge``: the data's schema, for a write with ``merge_schema``; ``df`` then has every column
     of the merged schema, which the files are written with and the commit sets. ``partial``: the
     part of the table an overwrite replaces (see :mod:`sleeper_spark.spark.partial_overwrite`).
+    ``write_id``: the write's id where the caller chose it (a helper write through ``format("sleeper")``
+    finds its snapshot by it).
     """
     spark = df.sparkSession
     check_before_staging(spark, table.name, state, partial)
     schema = merged_schema(state.schema, merge, table.name) if merge is not None else state.schema
     layout = FileLayout(schema, state.partition_by)
-    staged = _stage(table, df, layout)
+    staged = _stage(table, df, layout, write_id)
     if staged is None:
         return None
     files, write_id, cleanup = staged
@@ -142,7 +144,8 @@ def stage_native(table: Table, df: Any, schema: TableSchema, partition_by: tuple
     return layout.file_refs(files.columns), write_id
 
 
-def _stage(table: Table, df: Any, layout: FileLayout) -> tuple[NewFiles, str, Future[None]] | None:
+def _stage(table: Table, df: Any, layout: FileLayout, write_id: str | None = None
+           ) -> tuple[NewFiles, str, Future[None]] | None:
     """As :func:`stage_native`, the files as columns; and the removal of what Spark left beside
     them (see :func:`described_files`), still running."""
     schema, partition_by = layout.schema, layout.partition_by
@@ -153,7 +156,7 @@ def _stage(table: Table, df: Any, layout: FileLayout) -> tuple[NewFiles, str, Fu
     root = hadoop_location(spark, entry, table.location, table.catalog.config.s3_endpoint)
     if root is None:
         return None
-    write_id = new_write_id()
+    write_id = write_id or new_write_id()
     write_dir = spark_write_dir(write_id)
     target = f"{root.rstrip('/')}/{write_dir}"
     accumulator = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")

@@ -110,25 +110,35 @@ def register_source(spark: Any) -> None:
     parallelism = session_parallelism(spark)
     key = (tuple(sorted(conf.items())), parallelism)
     with REGISTERED_SOURCES.lock:
-        if REGISTERED_SOURCES.get(spark) == key:
+        registered = REGISTERED_SOURCES.get(spark)
+        if isinstance(registered, tuple) and registered[0] == key:
             return
         # A class built here is not importable by name, so cloudpickle ships it by value,
         # class attributes included; its methods come from SleeperDataSource by reference.
         attributes = {"session_options": conf, "default_parallelism": parallelism, "__module__": __name__,
                       "__qualname__": "SleeperDataSourceForSession"}
         source = type("SleeperDataSourceForSession", (SleeperDataSource,), attributes)
+        jar_source = False
         try:
             spark.dataSource.register(source)
         except Exception as error:
             if "DATA_SOURCE_ALREADY_EXISTS" not in str(error):
                 raise
+            jar_source = True
             # The jar's source has the name (see PYTHON_SOURCE_NAME), here or on a Spark Connect server.
             spark.dataSource.register(type("SleeperDataSourceForSession", (source,), {
                 "name": classmethod(lambda cls: PYTHON_SOURCE_NAME), "__module__": __name__,
                 "__qualname__": "SleeperDataSourceForSession"}))
         messages.quiet_duplicate_task_logs(spark)  # once per session, not on every helper call
         _connect_format(spark)
-        REGISTERED_SOURCES.set(spark, key)
+        REGISTERED_SOURCES.set(spark, (key, jar_source))
+
+
+def has_jar_source(spark: Any) -> bool:
+    """Whether the jar answers ``format("sleeper")`` in ``spark`` (learnt by :func:`register_source`,
+    which is how a Spark Connect client learns that its server has the jar)."""
+    registered = REGISTERED_SOURCES.get(spark)
+    return isinstance(registered, tuple) and bool(registered[1])
 
 
 def _connect_format(spark: Any) -> None:
