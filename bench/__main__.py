@@ -25,7 +25,7 @@ BENCHMARKS = [
     ("bench.open_table", "Opening tables and state memory"),
     ("bench.spark_io", "Spark write and scan"),
     ("bench.sql_catalog", "SQL catalog: named tables against the helper API"),
-    ("bench.connect", "Spark Connect: helper reads against spark.read.parquet on the same server"),
+    ("bench.connect", "Spark Connect: reads and writes against plain Parquet on the same server"),
     ("bench.merge", "Tables that change: MERGE"),
     ("bench.changes", "Change data capture: reading a table's changes"),
     ("bench.streaming", "Structured Streaming: sink batch rate, source latency"),

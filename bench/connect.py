@@ -1,17 +1,33 @@
-"""Spark Connect: helper reads against ``spark.read.parquet`` on the same server, side by side.
+"""Spark Connect: helper reads and writes, and the jar's format("sleeper") and SQL catalog, against
+plain Spark parquet on the same server, side by side.
 
-One Connect server (pyspark's own ``start-connect-server.sh``, ``local[2]``, on loopback) WITHOUT
-the jar, as on Databricks serverless, which takes no jars; a Connect client's helper read takes the
-same path with the jar (Spark's ``parquet`` source over the version's files: the client has no JVM
-to hand the jar's index anything), so one server measures both. A local warehouse the server shares
-the disk of; a table of 2,000,000 rows x 22 columns, partitioned by ``part`` (8 values), in 128
-files, written once with pyarrow through ``t.write`` (``--quick``: 20,000 rows in 8 files).
+Two Connect servers (pyspark's own ``start-connect-server.sh``, ``local[2]``, on loopback), one after
+the other over the same local warehouse, whose disk they share. A table "t" of 2,000,000 rows x 22
+columns, partitioned by ``part`` (8 values), in 128 files, written once with pyarrow through
+``t.write`` (``--quick``: 20,000 rows in 8 files).
 
-Each row times the same query on ``catalog.read(spark, "t")`` (the log read and the DataFrame's
-plan included) and on ``spark.read.parquet(<the table's data folder>)``, alternating run by run:
-count(), the sum of one column, a filter on the partition column, and a full read of every column
-into the ``noop`` sink. The same four again with ``spark.sleeper_spark.connect.read=source``: the
-sleeper Python data source running on the server, which helper reads used before.
+The first server has no jar, as on Databricks serverless, which takes no jars. Each read row times
+the same query on ``catalog.read(spark, "t")`` (the log read and the DataFrame's plan included) and
+on ``spark.read.parquet(<the table's data folder>)``, alternating run by run: count(), the sum of
+one column, a filter on the partition column, and a full read of every column into the ``noop``
+sink. The same four again with ``spark.sleeper_spark.connect.read=source``: the sleeper Python data
+source running on the server, which helper reads used before. A Connect client's helper read and
+write take the same path with the jar (the client has no JVM to hand the jar anything), so this
+server measures both. The write row: ``catalog.write(df, "w", mode="overwrite")`` against
+``df.write.mode("overwrite").partitionBy("part").parquet(<a folder>)``, ``df`` being the same
+rows and columns as "t" generated on the server (``spark.range``); "w" is created partitioned by
+``part`` on the unmeasured first write and overwritten by every write after it (an overwrite
+commit: the files it replaces stay on disk, as a table's history keeps them).
+
+The second server has the jar (``--jars``) and the SQL catalog ``lake`` of the same warehouse, so
+that ``format("sleeper")`` and ``spark.table("lake.t")`` run on the jar's native path through the
+Python side the server's JVM starts for itself. The same four reads on each, against
+``spark.read.parquet`` on that server; then writes of the same generated rows:
+``format("sleeper")...mode("overwrite").save("w2")`` (created partitioned by ``part`` on the first
+write, overwritten after) and the helper write into "w" again, each against ``df.write.parquet``.
+
+Every row runs each side once, unmeasured, before timing: the server compiles each plan's code on
+its first run, and the jar server's first call starts its Python side (about 5 s).
 """
 
 from __future__ import annotations
@@ -25,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +51,20 @@ import pyarrow as pa
 import sleeper_spark as ss
 from bench.common import Report, Row, measure_pair, seconds
 from sleeper_spark.spark.connect_read import READ_CONF
+from sleeper_spark.spark.jvm import EXTENSIONS_CLASS, catalog_conf
 
 PARTITIONS = 8
 COLUMNS = 20  # c0 .. c19, besides id and part: 22 in all
 QUIET_LOG4J2 = ("rootLogger.level = error\nrootLogger.appenderRef.stdout.ref = console\n"
                 "appender.console.type = Console\nappender.console.name = console\n"
                 "appender.console.layout.type = PatternLayout\nappender.console.layout.pattern = %m%n\n")
+Query = Callable[[Any], Any]
+QUERIES: list[tuple[str, Query]] = [
+    ("count()", lambda d: d.count()),
+    ("one column of 22: sum(c0)", lambda d: d.selectExpr("sum(c0)").collect()),
+    ("partition filter: part = '3', sum(c0)", lambda d: d.where("part = '3'").selectExpr("sum(c0)").collect()),
+    ("full read of all 22 columns into the noop sink", lambda d: d.write.format("noop").mode("overwrite").save()),
+]
 
 
 def run(report: Report, quick: bool) -> None:
@@ -56,10 +80,21 @@ def run(report: Report, quick: bool) -> None:
     try:
         catalog = ss.Catalog.local(str(work / "wh"))
         _write_table(catalog, rows, files)
-        with connect_server(work) as url:
+        with connect_server(work / "no-jar") as url:
             spark = SparkSession.builder.remote(url).getOrCreate()
             try:
                 _reads(report, spark, catalog, repeat)
+                _helper_write(report, "Connect, no jar", spark, catalog, work, rows, repeat, "<= 1.2x", 1.2)
+            finally:
+                spark.stop()
+        jar = ["--jars", ss.jar_path(), "--conf", f"spark.sql.extensions={EXTENSIONS_CLASS}"]
+        jar += [part for key, value in catalog_conf("lake", catalog).items() for part in ("--conf", f"{key}={value}")]
+        with connect_server(work / "jar", jar) as url:
+            spark = SparkSession.builder.remote(url).getOrCreate()
+            try:
+                ss.register(spark)  # for format("sleeper"); SQL on the catalog needs nothing
+                _jar_reads(report, spark, catalog, repeat)
+                _jar_writes(report, spark, catalog, work, rows, repeat)
             finally:
                 spark.stop()
     finally:
@@ -83,43 +118,103 @@ def _chunk(start: int, rows: int) -> pa.Table:
     return pa.table(columns)
 
 
-def _reads(report: Report, spark: Any, catalog: ss.Catalog, repeat: int) -> None:
+def _server_rows(spark: Any, rows: int) -> Any:
+    """The rows and columns of :func:`_chunk`, generated on the server: nothing crosses the wire."""
+    columns = ["id", f"cast(id % {PARTITIONS} AS STRING) AS part"]
+    columns += [f"cast((id * {i + 1}) % 10007 AS DOUBLE) * 0.5 AS c{i}" if i % 2 else f"(id + {i}) % 100003 AS c{i}"
+                for i in range(COLUMNS)]
+    return spark.range(rows).selectExpr(*columns)
+
+
+def _pair(report: Report, benchmark: str, ours: Callable[[], Any], plain: Callable[[], Any], repeat: int,
+          target: str, limit: float | None, warm_up: Callable[[], Any] | None = None) -> None:
+    """One row: each side once unmeasured (``warm_up`` instead of ``ours`` if given), then both
+    alternately."""
+    (warm_up or ours)()
+    plain()
+    ours_m, plain_m = measure_pair(ours, plain, repeat)
+    ratio = ours_m.best / plain_m.best
+    report.add(Row(benchmark, seconds(ours_m), seconds(plain_m), ratio, target,
+                   None if limit is None else ratio <= limit))
+
+
+def _data_folder(catalog: ss.Catalog) -> tuple[str, int]:
     table = catalog.table("t")
-    data_folder = "file:" + str(Path(table.location, "data").resolve())
-    files = len(table.files())
-    queries: list[tuple[str, Callable[[Any], Any]]] = [
-        ("count()", lambda d: d.count()),
-        ("one column of 22: sum(c0)", lambda d: d.selectExpr("sum(c0)").collect()),
-        ("partition filter: part = '3', sum(c0)", lambda d: d.where("part = '3'").selectExpr("sum(c0)").collect()),
-        ("full read of all 22 columns into the noop sink",
-         lambda d: d.write.format("noop").mode("overwrite").save()),
-    ]
+    return "file:" + str(Path(table.location, "data").resolve()), len(table.files())
+
+
+def _reads(report: Report, spark: Any, catalog: ss.Catalog, repeat: int) -> None:
+    data_folder, files = _data_folder(catalog)
     for mode, target, limit in (("parquet", "<= 1.2x", 1.2), ("source", "(before)", None)):
         spark.conf.set(READ_CONF, mode)
-        for name, query in queries:
-            def ours(q: Callable[[Any], Any] = query) -> Any:
+        label = "helper read" if mode == "parquet" else "helper read through the Python data source"
+        for name, query in QUERIES:
+            def ours(q: Query = query) -> Any:
                 return q(catalog.read(spark, "t"))
 
-            def plain(q: Callable[[Any], Any] = query) -> Any:
+            def plain(q: Query = query) -> Any:
                 return q(spark.read.parquet(data_folder))
 
-            ours()  # one of each first, unmeasured: the server compiles each plan's code on its first run
-            plain()
-            ours_m, plain_m = measure_pair(ours, plain, repeat)
-            ratio = ours_m.best / plain_m.best
-            label = "helper read" if mode == "parquet" else "helper read through the Python data source"
-            report.add(Row(f"Connect, no jar: {label} vs spark.read.parquet, {name}, {files} files",
-                           seconds(ours_m), seconds(plain_m), ratio, target,
-                           None if limit is None else ratio <= limit))
+            _pair(report, f"Connect, no jar: {label} vs spark.read.parquet, {name}, {files} files",
+                  ours, plain, repeat, target, limit)
     spark.conf.unset(READ_CONF)
 
 
+def _jar_reads(report: Report, spark: Any, catalog: ss.Catalog, repeat: int) -> None:
+    data_folder, files = _data_folder(catalog)
+    options = catalog.options()
+    sides: list[tuple[str, Callable[[], Any]]] = [
+        ('format("sleeper")', lambda: spark.read.format("sleeper").options(**options).load("t")),
+        ('spark.table("lake.t")', lambda: spark.table("lake.t")),
+    ]
+    for label, load in sides:
+        for name, query in QUERIES:
+            def ours(q: Query = query, d: Callable[[], Any] = load) -> Any:
+                return q(d())
+
+            def plain(q: Query = query) -> Any:
+                return q(spark.read.parquet(data_folder))
+
+            _pair(report, f"Connect, jar: {label} vs spark.read.parquet, {name}, {files} files",
+                  ours, plain, repeat, "<= 1.1x", 1.1)
+
+
+def _helper_write(report: Report, server: str, spark: Any, catalog: ss.Catalog, work: Path, rows: int,
+                  repeat: int, target: str, limit: float) -> None:
+    df = _server_rows(spark, rows)
+    folder = "file:" + str(work / "plain-w")
+    _pair(report, f"{server}: helper write (overwrite) vs df.write.parquet, {rows:,} rows x 22 columns, "
+          "partitioned by part",
+          lambda: catalog.write(df, "w", mode="overwrite", partition_by=["part"]),
+          lambda: df.write.mode("overwrite").partitionBy("part").parquet(folder), repeat, target, limit)
+
+
+def _jar_writes(report: Report, spark: Any, catalog: ss.Catalog, work: Path, rows: int, repeat: int) -> None:
+    df = _server_rows(spark, rows)
+    options = catalog.options()
+    folder = "file:" + str(work / "plain-w2")
+
+    def sleeper_write(partition_by: Sequence[str] = ()) -> None:
+        writer = df.write.format("sleeper").options(**options).mode("overwrite")
+        if partition_by:  # only when the write creates the table
+            writer = writer.option("partition_by", ",".join(partition_by))
+        writer.save("w2")
+
+    _pair(report, f'Connect, jar: format("sleeper") write (overwrite) vs df.write.parquet, {rows:,} rows x 22 '
+          "columns, partitioned by part",
+          sleeper_write, lambda: df.write.mode("overwrite").partitionBy("part").parquet(folder), repeat,
+          "<= 1.1x", 1.1, warm_up=lambda: sleeper_write(["part"]))
+    _helper_write(report, "Connect, jar", spark, catalog, work, rows, repeat, "<= 1.1x", 1.1)
+
+
 @contextlib.contextmanager
-def connect_server(folder: Path) -> Iterator[str]:
-    """pyspark's own Connect server (local[2], no jar) on 127.0.0.1; yields its URL, stops it after."""
+def connect_server(folder: Path, extra: Sequence[str] = ()) -> Iterator[str]:
+    """pyspark's own Connect server (local[2], ``extra`` arguments: none for no jar) on 127.0.0.1,
+    its logs and pid file in ``folder``; yields its URL, stops it after."""
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
+    folder.mkdir(parents=True, exist_ok=True)
     log4j = folder / "log4j2.properties"
     log4j.write_text(QUIET_LOG4J2)
     port = _free_port()
@@ -129,7 +224,7 @@ def connect_server(folder: Path) -> Iterator[str]:
     environment.pop("SPARK_NO_DAEMONIZE", None)
     # The script daemonizes the server (nohup, a pid file) and exits; the JVM stays in the group it led.
     script = subprocess.Popen(
-        [str(spark_home / "sbin" / "start-connect-server.sh"), "--master", "local[2]", "--driver-memory", "2g",
+        [str(spark_home / "sbin" / "start-connect-server.sh"), "--master", "local[2]", "--driver-memory", "2g", *extra,
          "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
          "--conf", "spark.ui.enabled=false",
          "--conf", f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:{log4j}"],

@@ -40,4 +40,13 @@ public final class DriverSide {
     public static String json(Map<String, String> map) {
         return SleeperSource.json(map);
     }
+
+    /** A JSON array of strings (the bridge's lists of column names) as a Java array. */
+    public static String[] strings(JsonNode array) {
+        String[] values = new String[array.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = array.get(i).asText();
+        }
+        return values;
+    }
 }

@@ -123,11 +123,7 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
         JsonNode files = answer(driverSide.handOver(spark, json(options), sessionConf(spark)));
         Path manifest = Path.of(files.get("manifest").asText());
         try {
-            JsonNode columns = files.get("partitionColumns");
-            String[] partitionColumns = new String[columns.size()];
-            for (int i = 0; i < partitionColumns.length; i++) {
-                partitionColumns[i] = columns.get(i).asText();
-            }
+            String[] partitionColumns = DriverSide.strings(files.get("partitionColumns"));
             return NativeTables.relation(spark, files.get("description").asText(), files.get("root").asText(),
                     manifest.toString(), files.get("schema").asText(), partitionColumns);
         } catch (IOException error) {

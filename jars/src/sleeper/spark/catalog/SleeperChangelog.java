@@ -14,6 +14,7 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import sleeper.spark.DriverSide;
 
 /**
  * The changes of a range of versions of one table ({@code spark.read.changes}, {@code CHANGES FROM
@@ -45,12 +46,7 @@ final class SleeperChangelog implements Changelog {
     /** The changelog the Python side described: {@code {"schema": <Spark schema JSON>, "rowId": [column, ...]}}. */
     static SleeperChangelog of(String name, CatalogOfTables catalog, ObjectNode request, JsonNode answer) {
         StructType schema = (StructType) DataType.fromJson(answer.get("schema").asText());
-        JsonNode columns = answer.get("rowId");
-        String[] rowId = new String[columns.size()];
-        for (int i = 0; i < rowId.length; i++) {
-            rowId[i] = columns.get(i).asText();
-        }
-        return new SleeperChangelog(name, schema, rowId, catalog, request);
+        return new SleeperChangelog(name, schema, DriverSide.strings(answer.get("rowId")), catalog, request);
     }
 
     @Override

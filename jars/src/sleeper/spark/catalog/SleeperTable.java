@@ -64,11 +64,7 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
     /** The table the Python side described: {@code {"schema", "partitionColumns", "properties", "version", "pinned"}}. */
     static SleeperTable of(CatalogOfTables catalog, Identifier ident, String table, JsonNode answer) {
         StructType schema = (StructType) DataType.fromJson(answer.get("schema").asText());
-        JsonNode columns = answer.get("partitionColumns");
-        String[] partitionColumns = new String[columns.size()];
-        for (int i = 0; i < partitionColumns.length; i++) {
-            partitionColumns[i] = columns.get(i).asText();
-        }
+        String[] partitionColumns = DriverSide.strings(answer.get("partitionColumns"));
         Map<String, String> properties = new HashMap<>();
         for (Map.Entry<String, JsonNode> property : answer.get("properties").properties()) {
             properties.put(property.getKey(), property.getValue().asText());
