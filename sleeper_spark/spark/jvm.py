@@ -85,8 +85,9 @@ def catalog_conf(name: str, catalog: Catalog) -> dict[str, str]:
 def native_entry(spark: Any) -> Any | None:
     """py4j's view of the jar's entry class when ``spark`` can use the native path, else None."""
     if getattr(spark, "_jvm", None) is None:
-        _tell("spark-connect", "this is a Spark Connect session: helper reads use Spark's parquet source over "
-              "the version's files; format('sleeper'), writes and streams run through the sleeper Python data source")
+        _tell("spark-connect", "this is a Spark Connect session: helper reads and writes run on Spark's own Parquet "
+              "source and writer; with the jar on the server (--jars of ss.jar_path()), format('sleeper') and the SQL "
+              "catalog do too")
         return None
     try:
         if str(spark.conf.get(NATIVE_CONF, "true")).lower() == "false":
