@@ -25,13 +25,13 @@ BENCHMARKS = [
     ("bench.open_table", "Opening tables and state memory"),
     ("bench.spark_io", "Spark write and scan"),
     ("bench.sql_catalog", "SQL catalog: named tables against the helper API"),
-    ("bench.connect", "Spark Connect: reads and writes against plain Parquet on the same server"),
     ("bench.merge", "Tables that change: MERGE"),
     ("bench.changes", "Change data capture: reading a table's changes"),
     ("bench.streaming", "Structured Streaming: sink batch rate, source latency"),
     ("bench.aws", "AWS test servers: commits, requests, contention"),
     ("bench.group_commit", "Group commit: many writers, one table"),
     ("bench.group_commit_sim", "Group commit: contention simulation"),
+    ("bench.connect", "Spark Connect: reads and writes against plain Parquet on the same server"),
 ]
 
 

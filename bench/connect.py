@@ -99,6 +99,10 @@ def run(report: Report, quick: bool) -> None:
                 spark.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        # A Connect session marks this process as a Connect client; the benchmarks after this
+        # one build classic sessions.
+        for variable in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):
+            os.environ.pop(variable, None)
 
 
 def _write_table(catalog: ss.Catalog, rows: int, files: int) -> ss.Table:
