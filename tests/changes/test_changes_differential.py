@@ -9,6 +9,7 @@ import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -193,26 +194,36 @@ def spark_tuples(frame: DataFrame) -> list[Row]:
 def compared_on(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
     """Runs a test with the versions that removed files compared on the driver (the default for
     small files) and by a Spark aggregate (what larger ones get)."""
-    if request.param == "spark":
+    with comparison(spark, str(request.param)):
+        yield str(request.param)
+
+
+@contextmanager
+def comparison(spark: SparkSession, where: str) -> Iterator[None]:
+    """``where`` the versions that removed files are compared: ``driver`` (the default for small
+    files) or ``spark`` (a Spark aggregate, what larger ones get)."""
+    if where == "spark":
         spark.conf.set(DRIVER_BYTES_CONF, "0")
     try:
-        yield str(request.param)
+        yield
     finally:
         spark.conf.unset(DRIVER_BYTES_CONF)
 
 
-def test_the_spark_and_sql_reads_give_the_arrow_rows(spark: SparkSession, lake: ss.Catalog, compared_on: str) -> None:
+def test_the_spark_and_sql_reads_give_the_arrow_rows(spark: SparkSession, lake: ss.Catalog) -> None:
     run = random_table(spark, lake, seed=7)
     table, rng = run.table, run.rng
     last = table.state().version
     ranges = [(2, last), *sorted((a, rng.randint(a, last)) for a in rng.sample(range(2, last + 1), 3))]
-    for first, end in ranges:
-        expected = arrow_tuples(table.changes(first, end))
-        assert spark_tuples(table.read_changes(spark, first, end)) == expected, (first, end, run.done)
-        sql = spark.sql(f"SELECT * FROM lake.db.t CHANGES FROM VERSION {first} TO VERSION {end}")
-        assert spark_tuples(sql) == expected, (first, end, run.done)
-    reader = spark.read.option("startingVersion", "3").option("endingVersion", str(last)).changes("lake.db.t")
-    assert spark_tuples(reader) == arrow_tuples(table.changes(3, last))
+    for where in ("driver", "spark"):  # one random table, both comparisons
+        with comparison(spark, where):
+            for first, end in ranges:
+                expected = arrow_tuples(table.changes(first, end))
+                assert spark_tuples(table.read_changes(spark, first, end)) == expected, (where, first, end, run.done)
+                sql = spark.sql(f"SELECT * FROM lake.db.t CHANGES FROM VERSION {first} TO VERSION {end}")
+                assert spark_tuples(sql) == expected, (where, first, end, run.done)
+            reader = spark.read.option("startingVersion", "3").option("endingVersion", str(last)).changes("lake.db.t")
+            assert spark_tuples(reader) == arrow_tuples(table.changes(3, last)), where
 
 
 def test_spark_tells_negative_zero_from_zero_as_arrow_does(spark: SparkSession, catalog: ss.Catalog,
