@@ -40,9 +40,10 @@ from sleeper_spark.table.changes import (
     INSERT,
     ROW_ID_PROPERTY,
     ChangePlan,
+    empty_plan,
+    plan_between,
     plan_changes,
     read_changes,
-    versions_between,
 )
 
 if TYPE_CHECKING:
@@ -88,17 +89,14 @@ def plan_of_range(table: Table, range_: Mapping[str, Any]) -> ChangePlan:
     if kind == "timestamp":
         start = _moment(range_["start"])
         end = None if range_.get("end") is None else _moment(range_["end"])
-        found = versions_between(table, start, end, bool(range_.get("startInclusive", True)),
-                                 bool(range_.get("endInclusive", True)))
-        if found is None:
-            return plan_changes(table, table.state().version + 1)
-        return plan_changes(table, *found)
+        return plan_between(table, start, end, bool(range_.get("startInclusive", True)),
+                            bool(range_.get("endInclusive", True)))
     if kind == "version":
         first = _version_number(table, range_["start"]) + (0 if range_.get("startInclusive", True) else 1)
         end = range_.get("end")
         last = None if end is None else _version_number(table, end) - (0 if range_.get("endInclusive", True) else 1)
         if last is not None and last < first:
-            return plan_changes(table, table.state().version + 1)  # e.g. (3, 4) exclusive: no version
+            return empty_plan(table)  # e.g. (3, 4) exclusive: no version
         return plan_changes(table, first, last)
     return plan_changes(table, table.head.first_number() or 1)
 

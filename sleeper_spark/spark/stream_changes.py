@@ -20,12 +20,10 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import FileRef
-from sleeper_spark.models.schema import same_type
 from sleeper_spark.spark.options import StreamReadOptions
 from sleeper_spark.spark.reader import ReadTarget, conform
-from sleeper_spark.spark.stream_reader import SleeperStreamReader, contiguous_groups
+from sleeper_spark.spark.stream_reader import SleeperStreamReader, check_kept_schema, contiguous_groups
 from sleeper_spark.table.changes import CHANGE_COLUMNS, ChangePlan, VersionChanges, plan_changes, read_changes
 
 
@@ -81,12 +79,7 @@ class ChangesStreamReader(SleeperStreamReader):
         if up_to <= after:
             return None
         plan = plan_changes(self._table(), after + 1, up_to)
-        for field in self.target.schema.fields:
-            if field.name not in plan.schema.names or not same_type(field.type, plan.schema.field(field.name).type):
-                raise SchemaMismatchError(
-                    f"table {self.target.table!r}: a version up to {up_to} widened or dropped column {field.name!r}, "
-                    "which this streaming query reads; a query keeps the schema it started with. Restart the "
-                    "query to read the new schema")
+        check_kept_schema(f"a version up to {up_to}", self.target.schema, plan.schema, self.target.table)
         return plan
 
 

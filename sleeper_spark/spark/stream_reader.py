@@ -181,13 +181,17 @@ def check_stream_schema(number: int, txn: Transaction, schema: TableSchema, tabl
     """A query keeps the schema it started with: a version that adds columns is read without
     them, one that widens or drops a column of that schema stops the query with a clear error."""
     evolved = txn.schema_ if isinstance(txn, (SetSchema, AddFiles, ReplaceFiles)) else None
-    if evolved is None:
-        return
+    if evolved is not None:
+        check_kept_schema(f"version {number}", schema, evolved, table)
+
+
+def check_kept_schema(where: str, schema: TableSchema, evolved: TableSchema, table: str) -> None:
+    """Refuses ``evolved`` where it widened or dropped a column of the query's ``schema``."""
     changed = [f.name for f in schema.fields
                if f.name not in evolved.names or not same_type(f.type, evolved.field(f.name).type)]
     if changed:
         raise SchemaMismatchError(
-            f"table {table!r}: version {number} widened or dropped column(s) {changed} that this streaming query "
+            f"table {table!r}: {where} widened or dropped column(s) {changed} that this streaming query "
             "reads; a query keeps the schema it started with. Restart the query to read the new schema"
         )
 

@@ -23,7 +23,7 @@ This module plans the reads (:func:`plan_changes`) and runs them with pyarrow
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -114,19 +114,38 @@ def plan_changes(table: Table, starting_version: int, ending_version: int | None
     if starting_version > last:
         return plan
     transactions = list(_transactions(table, starting_version, last))
-    return ChangePlan(table=plan.table, schema=plan.schema, partition_by=plan.partition_by, first=starting_version,
-                      last=last, versions=tuple(_version_changes(table, starting_version, transactions)))
+    return replace(plan, versions=tuple(_version_changes(table, starting_version, transactions)))
 
 
-def versions_between(table: Table, starting: datetime, ending: datetime | None, starting_inclusive: bool = True,
-                     ending_inclusive: bool = True) -> tuple[int, int] | None:
-    """The first and last version committed in a time range (None: no version was), for the
-    timestamp forms of a changes read."""
+def plan_of(table: Table, starting_version: int | None = None, ending_version: int | None = None,
+            starting_timestamp: datetime | None = None, ending_timestamp: datetime | None = None) -> ChangePlan:
+    """The plan of a range given as versions or as timestamps (``Table.changes`` and ``read_changes``)."""
+    if starting_timestamp is None:
+        if starting_version is None:
+            raise ConfigError("give the first version whose changes to read (starting_version), or a "
+                              "starting_timestamp")
+        if ending_timestamp is not None:
+            raise ConfigError("give the range of changes as versions or as timestamps, not both")
+        return plan_changes(table, starting_version, ending_version)
+    if starting_version is not None or ending_version is not None:
+        raise ConfigError("give the range of changes as versions or as timestamps, not both")
+    return plan_between(table, starting_timestamp, ending_timestamp)
+
+
+def plan_between(table: Table, starting: datetime, ending: datetime | None, starting_inclusive: bool = True,
+                 ending_inclusive: bool = True) -> ChangePlan:
+    """The plan of the versions committed in a time range (the timestamp forms of a changes read);
+    empty when no version was."""
     starting, ending = _utc(starting), _utc(ending) if ending is not None else None
     chosen = [s.version for s in table.state().history
               if (s.committed_at > starting or (starting_inclusive and s.committed_at == starting))
               and (ending is None or s.committed_at < ending or (ending_inclusive and s.committed_at == ending))]
-    return (chosen[0], chosen[-1]) if chosen else None
+    return plan_changes(table, chosen[0], chosen[-1]) if chosen else empty_plan(table)
+
+
+def empty_plan(table: Table) -> ChangePlan:
+    """A plan with no version: the range after the latest one (what an up-to-date consumer reads)."""
+    return plan_changes(table, table.state().version + 1)
 
 
 def _utc(moment: datetime) -> datetime:

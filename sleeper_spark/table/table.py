@@ -243,32 +243,15 @@ class Table:
         only copied are not changes; compactions yield nothing. The timestamp forms select the
         versions committed in that time range instead. See :mod:`sleeper_spark.table.changes`.
         """
-        first, last = self._change_range(starting_version, ending_version, starting_timestamp, ending_timestamp)
-        plan = changes.plan_changes(self, first, last)
+        plan = changes.plan_of(self, starting_version, ending_version, starting_timestamp, ending_timestamp)
         return changes.read_changes(self, plan)
 
     def read_changes(self, spark: Any, starting_version: int | None = None, ending_version: int | None = None, *,
                      starting_timestamp: datetime | None = None, ending_timestamp: datetime | None = None) -> Any:
         """The rows of :meth:`changes` as a Spark DataFrame, read with Spark's own Parquet reader
         (``_commit_timestamp`` a Spark timestamp). See :mod:`sleeper_spark.spark.changes`."""
-        first, last = self._change_range(starting_version, ending_version, starting_timestamp, ending_timestamp)
-        return spark_bridge().changes(self, spark, changes.plan_changes(self, first, last))
-
-    def _change_range(self, starting_version: int | None, ending_version: int | None,
-                      starting_timestamp: datetime | None, ending_timestamp: datetime | None) -> tuple[int, int | None]:
-        if starting_timestamp is None:
-            if starting_version is None:
-                raise ConfigError("give the first version whose changes to read (starting_version), or a "
-                                  "starting_timestamp")
-            if ending_timestamp is not None:
-                raise ConfigError("give the range of changes as versions or as timestamps, not both")
-            return starting_version, ending_version
-        if starting_version is not None or ending_version is not None:
-            raise ConfigError("give the range of changes as versions or as timestamps, not both")
-        found = changes.versions_between(self, starting_timestamp, ending_timestamp)
-        if found is None:
-            return self.state().version + 1, None  # no version in that time: no changes
-        return found
+        plan = changes.plan_of(self, starting_version, ending_version, starting_timestamp, ending_timestamp)
+        return spark_bridge().changes(self, spark, plan)
 
     def read(self, spark: Any, version: int | None = None, timestamp: datetime | None = None) -> Any:
         """The table as a Spark DataFrame (at a version or a time)."""

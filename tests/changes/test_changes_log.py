@@ -20,7 +20,7 @@ from sleeper_spark.log import InMemoryLogBackend
 from sleeper_spark.log.pending import InMemoryPendingAppends
 from sleeper_spark.maintenance import truncate_log
 from sleeper_spark.models import AppendGroup
-from sleeper_spark.table.changes import net_rows, plan_changes, read_changes, versions_between
+from sleeper_spark.table.changes import net_rows, plan_between, plan_changes, read_changes
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events, memory_catalog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
@@ -297,9 +297,10 @@ def test_timestamp_ranges_select_the_versions_committed_in_them(tmp_path: Path) 
     assert sorted(set(table.changes(starting_timestamp=times[2]).column("_commit_version").to_pylist())) == [4, 5]
     # A naive datetime is UTC
     naive = times[3].astimezone(timezone.utc).replace(tzinfo=None)
-    assert versions_between(table, naive, None) == (5, 5)
+    naive_plan = plan_between(table, naive, None)
+    assert (naive_plan.first, naive_plan.last, [c.version for c in naive_plan.versions]) == (5, 5, [5])
     # Exclusive ends and a time after every commit
-    assert versions_between(table, times[1], times[2], starting_inclusive=False, ending_inclusive=False) is None
+    assert plan_between(table, times[1], times[2], starting_inclusive=False, ending_inclusive=False).empty
     after = times[3] + timedelta(seconds=1)
     assert table.changes(starting_timestamp=after).num_rows == 0
     assert table.changes(starting_timestamp=datetime(2000, 1, 1, tzinfo=timezone.utc)).num_rows == 4
