@@ -8,6 +8,7 @@ is the registry of every option, the catalog's derived from the fields of these 
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Mapping
@@ -156,8 +157,38 @@ class CatalogConfig(BaseModel):
                                    "the state-snapshot pointer before trusting its cached state")
     group_commit: bool = Field(default=False, description="let one log transaction carry the appends of many "
                                "writers (threads or processes) that commit at the same moment")
+    iceberg_publish: bool = Field(default=False, description="every table publishes Iceberg metadata beside it "
+                                  "after each commit (a table's iceberg.publish property overrides this); needs "
+                                  "the iceberg extra")
+    iceberg_catalog: str | None = Field(default=None, description="a pyiceberg catalog that published tables are "
+                                        "registered and committed in: its properties as a JSON object, e.g. "
+                                        "{\"type\": \"glue\"} (a dict is accepted too)")
+    iceberg_namespace: str = Field(default="default", description="the Iceberg namespace (Glue database) of "
+                                   "published tables whose names have no dot")
     retry: RetryPolicy = RetryPolicy()
     store_retry: StoreRetryPolicy = StoreRetryPolicy()
+
+    @field_validator("iceberg_catalog", mode="before")
+    @classmethod
+    def _catalog_properties(cls, value: Any) -> Any:
+        # Kept as JSON text, so that the setting round-trips through flat string options.
+        if isinstance(value, Mapping):
+            return json.dumps({str(k): str(v) for k, v in value.items()}, sort_keys=True)
+        if isinstance(value, str) and value.strip():
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"iceberg_catalog must be a JSON object of pyiceberg catalog properties: "
+                                 f"{error}") from None
+            if not isinstance(parsed, dict):
+                raise ValueError("iceberg_catalog must be a JSON object of pyiceberg catalog properties")
+            return json.dumps({str(k): str(v) for k, v in parsed.items()}, sort_keys=True)
+        return value or None
+
+    @property
+    def iceberg_catalog_properties(self) -> dict[str, str] | None:
+        """The pyiceberg catalog's properties, if one is configured."""
+        return json.loads(self.iceberg_catalog) if self.iceberg_catalog else None
 
     @field_validator("warehouse")
     @classmethod

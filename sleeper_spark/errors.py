@@ -80,6 +80,14 @@ class CorruptDataFileError(SleeperSparkError):
     """
 
 
+class IcebergPublishError(SleeperSparkError):
+    """A version could not be published as Iceberg metadata; the commit stands.
+
+    The version is in the log and readable through sleeper_spark; only other engines that read
+    the Iceberg metadata do not see it yet.
+    """
+
+
 class MergeCardinalityError(SleeperSparkError):
     """Two source rows of a merge match one target row; nothing was committed."""
 
@@ -131,6 +139,7 @@ __all__ = [
     "ConfigError",
     "CorruptDataFileError",
     "CorruptLogError",
+    "IcebergPublishError",
     "InvalidTableNameError",
     "LockHeldError",
     "LogThrottledError",

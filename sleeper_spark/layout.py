@@ -11,6 +11,10 @@ Keys are relative to the warehouse root (``table_root`` is a table's folder in i
     <table>/_state/<20-digit number>.parquet     state snapshots
     <table>/_state/latest                        the state-snapshot pointer of an object-store catalog
     <table>/_lock/maintenance                    the maintenance lock (vacuum, log truncation)
+    <table>/metadata/v<version>.metadata.json    Iceberg metadata of a published version (docs/interop.md)
+    <table>/metadata/snap-<version>.avro         its manifest list
+    <table>/metadata/manifest-<k>-at-<v>.avro    the manifest of the files version k added, written by version v
+    <table>/metadata/version-hint.text           the newest published version, for readers given a path
 
 ``put-and-verify`` writes intent files next to their target, ``<key>.INTENT.<id>``; the local
 store writes ``<key>.tmp-<uuid>`` while an object is written. Stored names never change once
@@ -28,6 +32,8 @@ BODIES_DIR = f"{LOG_DIR}/bodies"
 PENDING_DIR = f"{LOG_DIR}/pending"
 STATE_DIR = "_state"
 LOCK_DIR = "_lock"
+ICEBERG_DIR = "metadata"
+ICEBERG_HINT = f"{ICEBERG_DIR}/version-hint.text"
 STATE_POINTER = "latest"
 MAINTENANCE_LOCK = "maintenance"
 INTENT_MARK = ".INTENT."
@@ -48,6 +54,19 @@ def registry_key(table_name: str) -> str:
 def spark_write_dir(write_id: str) -> str:
     """The folder, relative to the table root, that one write through Spark's own writer fills."""
     return _join(DATA_DIR, f"spark-{write_id}")
+
+
+def iceberg_metadata_key(version: int) -> str:
+    """The Iceberg metadata JSON of a published version, relative to the table root."""
+    return _join(ICEBERG_DIR, f"v{version}.metadata.json")
+
+
+def iceberg_manifest_list_key(version: int) -> str:
+    return _join(ICEBERG_DIR, f"snap-{version}.avro")
+
+
+def iceberg_manifest_key(added_by: int, written_by: int) -> str:
+    return _join(ICEBERG_DIR, f"manifest-{added_by}-at-{written_by}.avro")
 
 
 def log_prefix(table_root: str) -> str:

@@ -91,11 +91,17 @@ class TableHead(LogReader):
         self._interval = state_snapshot_interval
         self._sleep = sleep
         self._clock = clock
+        # Called with the state after each commit that landed (the table layer publishes Iceberg
+        # metadata there); it must not raise: the commit has happened whatever it does.
+        self.after_commit: Callable[[TableState], None] | None = None
 
     # -- committing ----------------------------------------------------------------------
 
     def commit(self, build: BuildTransaction) -> CommitResult:
         """Appends the transaction ``build`` makes from the newest state; see the module doc."""
+        return self._after(self._commit(build))
+
+    def _commit(self, build: BuildTransaction) -> CommitResult:
         started = time.monotonic()
         uncertain_at: int | None = None  # a number our append may have landed at
         attempts = 0
@@ -176,8 +182,9 @@ class TableHead(LogReader):
         return self._attempt(txn, state)
 
     def finished(self, snapshot: Snapshot, attempts: int, started: float) -> CommitResult:
-        """Logs a commit that landed and writes the state snapshot its version is due."""
-        return self._done(snapshot, True, attempts, started)
+        """Logs a commit that landed, writes the state snapshot its version is due and runs
+        :attr:`after_commit`."""
+        return self._after(self._done(snapshot, True, attempts, started))
 
     def _optimistic_state(self) -> TableState:
         """The state for a first attempt: the cached one if it was read recently.
@@ -223,6 +230,13 @@ class TableHead(LogReader):
         latest = self._state.latest
         assert latest is not None
         return latest
+
+    def _after(self, result: CommitResult) -> CommitResult:
+        # Outside the head's lock: what runs after a commit must not hold up the next one.
+        state = self._state
+        if result.committed and self.after_commit is not None and state is not None:
+            self.after_commit(state)
+        return result
 
     def _done(self, snapshot: Snapshot, committed: bool, attempts: int, started: float) -> CommitResult:
         logger.info("table %s: committed version %d (%s) in %d attempt(s), %.1f ms", self.name,

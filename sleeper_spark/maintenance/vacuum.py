@@ -18,6 +18,10 @@ body before the log entry that points to it:
   pointer are never touched: they hold other writers of those keys off until an operator has
   made sure that their writer is gone.
 
+A table published as Iceberg metadata (docs/interop.md) also has the Iceberg snapshots of the
+versions below the floor expired, and the metadata files only they needed deleted (not in a dry
+run, which reports the four kinds above).
+
 ``older_than`` must be longer than the longest write job: a job whose files are older than
 that when it commits would find them gone.
 
@@ -89,16 +93,21 @@ def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: b
     leftovers = abandoned_temporaries(table.store, table.root) + listing.intents
     doomed_temporaries = [o for o in leftovers if o.last_modified < cutoff]
     doomed = doomed_data + doomed_bodies + doomed_states + doomed_temporaries
+    iceberg_deleted: list[str] = []
     if not dry_run:
         with maintenance_lock(table, "vacuum"):
             _delete(table.store, table.root, [o.key for o in doomed], progress)
+            # The Iceberg snapshots of versions whose files just went are expired, with the
+            # metadata files only they needed.
+            iceberg_deleted = table.iceberg.expire(facts.floor, cutoff)
     log.info("table %s: vacuum %s %d data file(s), %d body(ies), %d state snapshot(s), %d temporary file(s), "
              "%d bytes (floor %d)", table.name, "would delete" if dry_run else "deleted", len(doomed_data),
              len(doomed_bodies), len(doomed_states), len(doomed_temporaries), sum(o.size for o in doomed),
              facts.floor)
     return VacuumReport(dry_run=dry_run, data_files_deleted=len(doomed_data), bodies_deleted=len(doomed_bodies),
                         state_snapshots_deleted=len(doomed_states), temporaries_deleted=len(doomed_temporaries),
-                        bytes_deleted=sum(o.size for o in doomed), deleted=tuple(o.key for o in doomed))
+                        bytes_deleted=sum(o.size for o in doomed),
+                        deleted=(*(o.key for o in doomed), *iceberg_deleted))
 
 
 def list_table(store: ObjectStore, table_root: str) -> TableListing:

@@ -22,6 +22,7 @@ from sleeper_spark.state.file_columns import public_view, with_event_time
 from sleeper_spark.storage import ObjectStore
 from sleeper_spark.table import changes, reading, schema_changes
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
+from sleeper_spark.table.iceberg_publishing import TablePublishing
 from sleeper_spark.table.writes import (
     PartialOverwrite,
     ReplacedFiles,
@@ -50,6 +51,9 @@ class Table:
         self.head = head
         self.store = store
         self.group_commit = group_commit  # set when the catalog's group_commit setting is on
+        self.iceberg = TablePublishing(self)
+        if head.after_commit is None:
+            head.after_commit = self.iceberg.after_commit
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, id={self.table_id})"
@@ -266,6 +270,18 @@ class Table:
         view = name or re.sub(r"[^A-Za-z0-9_]", "_", self.name)
         self.read(spark, version=version).createOrReplaceTempView(view)
         return view
+
+    def iceberg_metadata(self, version: int | None = None) -> str:
+        """The URI of the Iceberg metadata JSON of ``version`` (default: the newest), for engines that
+        read Iceberg (docs/interop.md); it is published first if missing, whether or not the table
+        publishes after each commit. Needs ``sleeper-spark[iceberg]``."""
+        return self.iceberg.metadata_location(version)
+
+    def publish_iceberg(self, rebuild: bool = False) -> int:
+        """Publishes every version not yet published as Iceberg metadata (``rebuild``: every version
+        still in the log, afresh) and commits the newest to the catalog's ``iceberg_catalog`` if it
+        names one; returns the newest published version."""
+        return self.iceberg.publish(rebuild=rebuild)
 
     def verify(self, version: int | None = None, deep: bool = False) -> VerifyReport:
         """Checks that every referenced file exists with its size and checksum.

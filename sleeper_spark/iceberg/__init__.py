@@ -1,0 +1,1 @@
+"""Iceberg metadata published from the log, so that other engines read every version."""

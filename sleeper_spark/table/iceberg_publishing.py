@@ -1,0 +1,111 @@
+"""A table's Iceberg metadata: published after its commits when turned on, and on request.
+
+Publishing is off unless the table's ``iceberg.publish`` property or the catalog's
+``iceberg_publish`` setting turns it on: it writes a few files per commit beside the table, which
+a table nobody reads from other engines does not need. ``Table.iceberg_metadata()`` publishes on
+request whatever the setting.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sleeper_spark.errors import ConfigError, IcebergPublishError
+from sleeper_spark.layout import ICEBERG_HINT
+from sleeper_spark.state import TableState
+from sleeper_spark.storage import join_key
+
+if TYPE_CHECKING:
+    from sleeper_spark.iceberg.catalog_commit import CatalogCommitter
+    from sleeper_spark.iceberg.publisher import IcebergPublisher
+    from sleeper_spark.table.table import Table
+
+logger = logging.getLogger(__name__)
+
+
+class TablePublishing:
+    """The Iceberg publisher of one table, made on first use (pyiceberg is an optional extra)."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._publisher: IcebergPublisher | None = None
+        self._committer: CatalogCommitter | None = None
+
+    def after_commit(self, state: TableState) -> None:
+        """Publishes up to ``state`` if publishing is on; logs, never raises: the commit stands."""
+        config = self._table.catalog.config
+        from sleeper_spark.iceberg.publisher import PUBLISH_PROPERTY, publishing_enabled
+
+        if not publishing_enabled(state, config.iceberg_publish):
+            return
+        try:
+            self.publish(state)
+        except Exception as error:  # whatever went wrong, the commit has landed and stands
+            logger.warning("table %s: version %d was committed but not published as Iceberg metadata (%s: %s); "
+                           "the next commit publishes it, or run `sleeper-spark iceberg sync %s`. Set the table "
+                           "property %s=false to stop publishing.", self._table.name, state.version,
+                           type(error).__name__, error, self._table.name, PUBLISH_PROPERTY)
+
+    def publish(self, state: TableState | None = None, rebuild: bool = False) -> int:
+        """Publishes every version up to ``state`` (default: the newest), then commits the newest
+        to the configured Iceberg catalog; returns the newest published version."""
+        publisher = self.publisher()
+        version = publisher.rebuild() if rebuild else publisher.publish(state)
+        committer, last = self.committer(), publisher.last
+        if committer is not None and last is not None:
+            committer.commit(self._table.name, last.metadata, publisher.metadata_location(last.version))
+        return version
+
+    def expire(self, before: int, cutoff: datetime | None) -> list[str]:
+        """After vacuum (``cutoff``: its own) or log truncation (None): expires the Iceberg snapshots of
+        versions before ``before`` if the table was ever published; logs, never raises."""
+        if not self._table.store.head(join_key(self._table.root, ICEBERG_HINT)):
+            return []
+        try:
+            publisher = self.publisher()
+            deleted = publisher.expire(before, cutoff)
+            committer, last = self.committer(), publisher.last
+            if committer is not None and last is not None:
+                committer.commit(self._table.name, last.metadata, publisher.metadata_location(last.version))
+            return deleted
+        except Exception as error:  # maintenance has done its work; the next publish expires them
+            logger.warning("table %s: could not expire the Iceberg snapshots before version %d (%s: %s); run "
+                           "vacuum again to expire them", self._table.name, before, type(error).__name__, error)
+            return []
+
+    def metadata_location(self, version: int | None) -> str:
+        return self.publisher().metadata_location(version)
+
+    def publisher(self) -> IcebergPublisher:
+        if self._publisher is None:
+            try:
+                from sleeper_spark.iceberg.publisher import IcebergPublisher, Target
+            except ImportError as error:
+                raise ConfigError(f"publishing Iceberg metadata needs pyiceberg ({error}); install "
+                                  "sleeper-spark[iceberg]") from None
+            table = self._table
+            self._publisher = IcebergPublisher(
+                Target(table.name, table.table_id, table.store, table.root, location_uri(table.location)), table.head)
+        return self._publisher
+
+    def committer(self) -> CatalogCommitter | None:
+        config = self._table.catalog.config
+        properties = config.iceberg_catalog_properties
+        if properties is None:
+            return None
+        if self._committer is None:
+            from sleeper_spark.iceberg.catalog_commit import CatalogCommitter
+
+            self._committer = CatalogCommitter(properties, config.iceberg_namespace)
+        return self._committer
+
+
+def location_uri(location: str) -> str:
+    """A table location as the URI Iceberg metadata names files by (a local path gains ``file://``)."""
+    if "://" in location:
+        return location.rstrip("/")
+    if not location.startswith("/"):
+        raise IcebergPublishError(f"table location {location!r} is not absolute")
+    return "file://" + location.rstrip("/")
