@@ -27,6 +27,7 @@ BENCHMARKS = [
     ("bench.sql_catalog", "SQL catalog: named tables against the helper API"),
     ("bench.merge", "Tables that change: MERGE"),
     ("bench.changes", "Change data capture: reading a table's changes"),
+    ("bench.iceberg", "Iceberg metadata: publishing after each commit, and from scratch"),
     ("bench.streaming", "Structured Streaming: sink batch rate, source latency"),
     ("bench.aws", "AWS test servers: commits, requests, contention"),
     ("bench.group_commit", "Group commit: many writers, one table"),

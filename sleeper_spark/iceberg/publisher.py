@@ -42,16 +42,6 @@ from sleeper_spark.storage import ObjectStore, join_key
 
 logger = logging.getLogger(__name__)
 
-# The table property that turns publishing on for one table ("true"/"false"); the catalog's
-# ``iceberg.publish`` option turns it on for every table.
-PUBLISH_PROPERTY = "iceberg.publish"
-
-
-def publishing_enabled(state: TableState, catalog_default: bool) -> bool:
-    value = state.properties.get(PUBLISH_PROPERTY)
-    return catalog_default if value is None else value.strip().lower() == "true"
-
-
 @dataclass(frozen=True)
 class Target:
     """Where a table's metadata goes: its store and folder, and its URI for the paths inside."""

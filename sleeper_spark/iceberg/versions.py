@@ -148,7 +148,8 @@ def _metadata(state: TableState, location: str, table_id: str, schemas: list[Sch
     rows = pc.sum(state.files.table().column("row_count")).as_py() or 0
     totals = (len(state.files), rows)
     snapshot = iceberg_snapshot(latest, f"{location}/{list_key}", schemas[-1].schema_id, parent, totals)
-    kept = {s.version for s in state.history if s.version >= expired_before}
+    # The versions the state still holds (as a column: building every Snapshot would cost more).
+    kept = {v for v in state.history.table().column("version").to_pylist() if v >= expired_before}
     snapshots = [s for s in earlier if s.snapshot_id in kept] + [snapshot]
     properties = {NAME_MAPPING: name_mapping_json(_every_field(schemas)), "sleeper.table": state.name,
                   BASE_VERSION: str(base), EXPIRED_BEFORE: str(expired_before)}

@@ -2,13 +2,20 @@
 
 Publishing is off unless the table's ``iceberg.publish`` property or the catalog's
 ``iceberg_publish`` setting turns it on: it writes a few files per commit beside the table, which
-a table nobody reads from other engines does not need. ``Table.iceberg_metadata()`` publishes on
-request whatever the setting.
+a table nobody reads from other engines does not need. ``Table.iceberg_metadata()`` and
+``Table.publish_iceberg()`` publish on request whatever the setting.
+
+After a commit, publishing runs behind it on a thread of the table's own, so that a commit costs
+what it cost before: the thread publishes the newest committed state (catching up on every
+version since the last it published), then ends once idle for :data:`IDLE_EXIT_S`. It is not a
+daemon thread: at interpreter exit Python waits for it to finish what was committed, and it
+holds nothing else up. :meth:`TablePublishing.flush` waits for it.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -24,6 +31,17 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# The table property that turns publishing on for one table ("true"/"false"); the catalog's
+# ``iceberg_publish`` setting turns it on for every table that does not say.
+PUBLISH_PROPERTY = "iceberg.publish"
+# How long the publishing thread waits for another commit before it ends.
+IDLE_EXIT_S = 0.25
+
+
+def publishing_enabled(state: TableState, catalog_default: bool) -> bool:
+    value = state.properties.get(PUBLISH_PROPERTY)
+    return catalog_default if value is None else value.strip().lower() == "true"
+
 
 class TablePublishing:
     """The Iceberg publisher of one table, made on first use (pyiceberg is an optional extra)."""
@@ -32,21 +50,50 @@ class TablePublishing:
         self._table = table
         self._publisher: IcebergPublisher | None = None
         self._committer: CatalogCommitter | None = None
+        self._changed = threading.Condition()
+        self._pending: TableState | None = None  # the newest committed state not yet handed over
+        self._busy = False
+        self._worker: threading.Thread | None = None
 
     def after_commit(self, state: TableState) -> None:
-        """Publishes up to ``state`` if publishing is on; logs, never raises: the commit stands."""
-        config = self._table.catalog.config
-        from sleeper_spark.iceberg.publisher import PUBLISH_PROPERTY, publishing_enabled
-
-        if not publishing_enabled(state, config.iceberg_publish):
+        """Hands ``state`` to the publishing thread if publishing is on; returns at once."""
+        if not publishing_enabled(state, self._table.catalog.config.iceberg_publish):
             return
-        try:
-            self.publish(state)
-        except Exception as error:  # whatever went wrong, the commit has landed and stands
-            logger.warning("table %s: version %d was committed but not published as Iceberg metadata (%s: %s); "
-                           "the next commit publishes it, or run `sleeper-spark iceberg sync %s`. Set the table "
-                           "property %s=false to stop publishing.", self._table.name, state.version,
-                           type(error).__name__, error, self._table.name, PUBLISH_PROPERTY)
+        with self._changed:
+            if self._pending is None or state.version > self._pending.version:
+                self._pending = state
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._publish_behind, daemon=False,
+                                                name=f"sleeper-iceberg-{self._table.name}")
+                self._worker.start()
+            self._changed.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Waits until every commit handed to the publishing thread was published (or failed, which
+        it logs); False if ``timeout`` seconds passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._pending is None and not self._busy, timeout)
+
+    def _publish_behind(self) -> None:
+        while True:
+            with self._changed:
+                if self._pending is None:
+                    self._changed.wait(IDLE_EXIT_S)
+                if self._pending is None:
+                    self._worker = None
+                    return
+                state, self._pending, self._busy = self._pending, None, True
+            try:
+                self.publish(state)
+            except Exception as error:  # whatever went wrong, the commit has landed and stands
+                logger.warning("table %s: version %d was committed but not published as Iceberg metadata (%s: %s); "
+                               "the next commit publishes it, or run `sleeper-spark iceberg sync %s`. Set the table "
+                               "property %s=false to stop publishing.", self._table.name, state.version,
+                               type(error).__name__, error, self._table.name, PUBLISH_PROPERTY)
+            finally:
+                with self._changed:
+                    self._busy = False
+                    self._changed.notify_all()
 
     def publish(self, state: TableState | None = None, rebuild: bool = False) -> int:
         """Publishes every version up to ``state`` (default: the newest), then commits the newest

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ import sleeper_spark as ss
 from sleeper_spark.cli.main import main as cli_main
 from sleeper_spark.commit import utc_now
 from sleeper_spark.maintenance import truncate_log, vacuum
+from sleeper_spark.table.iceberg_publishing import IDLE_EXIT_S
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
 LATER = utc_now() + timedelta(hours=1)  # truncation never cuts young transactions: look from later on
@@ -41,6 +46,8 @@ def published_table(tmp_path: Path, **settings: Any) -> ss.Table:
 
 
 def metadata_dir(table: ss.Table) -> Path:
+    """The table's metadata folder, once what was committed has been published (that runs behind)."""
+    assert table.iceberg.flush(timeout=60)
     return Path(table.location) / "metadata"
 
 
@@ -104,6 +111,7 @@ def test_a_failed_publish_never_fails_the_commit_and_the_next_one_catches_up(
     blocked.mkdir()  # a folder where publishing version 4 must write a file
     with caplog.at_level(logging.WARNING, logger="sleeper_spark"):
         snapshot = table.write(rows((2, "b", 2.0)))
+        assert table.iceberg.flush(timeout=60)
     assert snapshot.version == 4 and sleeper_rows(table) == [(1, "a", 1.0), (2, "b", 2.0)]
     assert "version 4 was committed but not published as Iceberg metadata" in caplog.text
     assert "sleeper-spark iceberg sync db.t" in caplog.text
@@ -124,6 +132,7 @@ def test_another_process_continues_from_what_was_published_as_a_rebuild_would(tm
     again = ss.Catalog.local(str(tmp_path / "wh")).table("db.t")
     again.write(rows((8, "b", 8.0)))
     again.delete_where(None, pc.field("id") == 7)
+    assert again.iceberg.flush(timeout=60)
     continued = json.loads((metadata_dir(table) / "v9.metadata.json").read_text())
     assert again.publish_iceberg(rebuild=True) == 9
     rebuilt = json.loads((metadata_dir(table) / "v9.metadata.json").read_text())
@@ -151,10 +160,12 @@ def test_a_sql_catalog_gets_the_table_and_each_new_version(tmp_path: Path) -> No
     properties = {"type": "sql", "uri": f"sqlite:///{tmp_path}/iceberg.db", "warehouse": f"file://{tmp_path}"}
     table = published_table(tmp_path, iceberg_publish=True, iceberg_catalog=properties)
     table.write(rows((1, "a", 1.0), (2, "b", 2.0)))
+    assert table.iceberg.flush(timeout=60)
     iceberg = load_catalog("sleeper", **properties)
     assert iceberg.load_table(("db", "t")).current_snapshot().snapshot_id == 2  # type: ignore[union-attr]
     table.add_columns(pa.schema([("note", pa.string())]))
     table.write(pa.table({"id": [3], "day": ["c"], "value": [3.0], "note": ["x"]}), mode="overwrite")
+    assert table.iceberg.flush(timeout=60)
     loaded = iceberg.load_table(("db", "t"))
     assert loaded.current_snapshot().snapshot_id == 4  # type: ignore[union-attr]
     assert loaded.scan().to_arrow().to_pylist() == [{"id": 3, "day": "c", "value": 3.0, "note": "x"}]
@@ -171,6 +182,7 @@ def test_a_catalog_table_of_the_same_name_that_is_another_table_is_left_alone(
     table = published_table(tmp_path, iceberg_publish=True, iceberg_catalog=properties)
     with caplog.at_level(logging.WARNING, logger="sleeper_spark"):
         assert table.write(rows((1, "a", 1.0))).version == 2
+        assert table.iceberg.flush(timeout=60)
     assert "already has a table db.t that is not sleeper table 'db.t'" in caplog.text
     assert iceberg.load_table(("db", "t")).current_snapshot() is None
     assert iceberg_rows(table.iceberg_metadata()) == [(1, "a", 1.0)]  # beside the table it was published
@@ -183,6 +195,7 @@ def test_vacuum_expires_the_snapshots_whose_files_it_deleted(tmp_path: Path) -> 
     table.write(rows((2, "b", 2.0)))  # 3
     table.write(rows((3, "a", 3.0)), mode="overwrite")  # 4: 2 and 3's files are garbage
     table.write(rows((4, "b", 4.0)))  # 5: the floor, everything committed before "now" is older
+    assert table.iceberg.flush(timeout=60)
     before = {p.name for p in metadata_dir(table).iterdir()}
     report = vacuum(table, older_than=timedelta(0), now=LATER)
     metadata = StaticTable.from_metadata(table.iceberg_metadata()).metadata
@@ -230,3 +243,25 @@ def test_the_command_line_syncs_and_shows(tmp_path: Path, capsys: pytest.Capture
     assert out == {"table": "db.t", "version": 2, "metadata": f"file://{table.location}/metadata/v2.metadata.json"}
     assert cli_main(["--warehouse", warehouse, "iceberg", "show", "db.t", "--version", "2"]) == 0
     assert capsys.readouterr().out.strip() == out["metadata"]
+
+
+def test_publishing_runs_behind_the_commit_and_a_process_exit_waits_for_it(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    script = f"""
+import pyarrow as pa
+import sleeper_spark as ss
+table = ss.Catalog.local({str(warehouse)!r}, iceberg_publish=True).create_table("db.t", pa.schema([("id", pa.int64())]))
+for i in range(3):
+    table.write(pa.table({{"id": [i]}}))
+# no flush: the interpreter's exit waits for the publishing thread
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    table = ss.Catalog.local(str(warehouse)).table("db.t")
+    hint = Path(table.location) / "metadata" / "version-hint.text"
+    assert hint.read_text() == "4"
+    assert len(StaticTable.from_metadata(table.iceberg_metadata()).scan().to_arrow()) == 3
+    # And in a process that goes on, the thread ends once idle.
+    table.set_properties({"iceberg.publish": "true"})
+    assert table.iceberg.flush(timeout=60)
+    time.sleep(IDLE_EXIT_S * 4)
+    assert not [t for t in threading.enumerate() if t.name.startswith("sleeper-iceberg-")]

@@ -28,6 +28,8 @@ def append_many(options: dict[str, str], writer: int, start: Any) -> list[WriteO
     for seq in range(APPENDS):
         table.write(events(writer, seq), metadata={"writer": str(writer), "seq": str(seq)})
         outcomes.append(WriteOutcome(writer, seq, 3, committed=True))
+    # Publishing runs behind the commits; a pool's worker is stopped, not left to exit, so it waits.
+    assert table.iceberg.flush(timeout=120)
     return outcomes
 
 
