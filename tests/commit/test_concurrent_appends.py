@@ -7,7 +7,7 @@ from pathlib import Path
 
 import sleeper_spark as ss
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events
-from tests.fixtures.processes import racing_context
+from tests.fixtures.processes import released_together
 from tests.invariants import WriteOutcome, check_table_invariants
 
 WRITERS = 6
@@ -34,13 +34,7 @@ def test_six_processes_appending_eight_times_each_lose_nothing(tmp_path: Path) -
     catalog = ss.Catalog.local(warehouse, state_snapshot_interval=10)
     catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     # When six processes append eight times each, released at the same moment
-    context = racing_context()
-    with context.Manager() as manager:
-        start = manager.Event()
-        with context.Pool(WRITERS) as pool:
-            pending = [pool.apply_async(append_many, (warehouse, w, start)) for w in range(WRITERS)]
-            start.set()
-            outcomes = [o for p in pending for o in p.get(timeout=300)]
+    outcomes = released_together(append_many, warehouse, WRITERS, timeout_s=300)
     # Then every append succeeded and the table keeps every invariant
     assert all(o.committed for o in outcomes), [o for o in outcomes if not o.committed]
     table = ss.Catalog.local(warehouse).table("events")

@@ -13,7 +13,7 @@ import sleeper_spark as ss
 from sleeper_spark.layout import iceberg_metadata_key
 from sleeper_spark.storage import join_key
 from tests.fixtures.catalogs import EVENTS_SCHEMA, catalog_params, events, make_catalog
-from tests.fixtures.processes import racing_context
+from tests.fixtures.processes import released_together
 from tests.fixtures.servers import TEST_CREDENTIALS
 from tests.invariants import WriteOutcome, check_table_invariants
 
@@ -45,13 +45,7 @@ def file_io_properties(catalog: ss.Catalog) -> dict[str, str]:
 def test_racing_writers_publish_every_version(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     catalog = make_catalog(kind, request, tmp_path)
     catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"], properties={"iceberg.publish": "true"})
-    context = racing_context()
-    with context.Manager() as manager:
-        start = manager.Event()
-        with context.Pool(WRITERS) as pool:
-            pending = [pool.apply_async(append_many, (catalog.options(), w, start)) for w in range(WRITERS)]
-            start.set()
-            outcomes = [o for p in pending for o in p.get(timeout=600)]
+    outcomes = released_together(append_many, catalog.options(), WRITERS)
     table = ss.Catalog(catalog.config).table("events")
     check_table_invariants(table, outcomes)
     versions = [s.version for s in table.history()]

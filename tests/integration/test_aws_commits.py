@@ -14,7 +14,7 @@ import sleeper_spark as ss
 from sleeper_spark.storage.aws import make_client
 from tests.fixtures.aws_requests import RequestCounter, counting_requests
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events, make_catalog
-from tests.fixtures.processes import racing_context
+from tests.fixtures.processes import released_together
 from tests.invariants import WriteOutcome, check_table_invariants
 
 pytestmark = pytest.mark.integration
@@ -51,13 +51,7 @@ def test_six_racing_processes_lose_nothing(racing_catalog: ss.Catalog) -> None:
     # Given a table on the test servers
     catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     # When 6 processes append 8 times each, all released at once
-    context = racing_context()
-    with context.Manager() as manager:
-        start = manager.Event()
-        with context.Pool(WRITERS) as pool:
-            pending = [pool.apply_async(append_many, (catalog.options(), w, start)) for w in range(WRITERS)]
-            start.set()
-            outcomes = [o for p in pending for o in p.get(timeout=600)]
+    outcomes = released_together(append_many, catalog.options(), WRITERS)
     # Then no commit failed and every invariant holds
     assert [o for o in outcomes if not o.committed] == []
     check_table_invariants(ss.Catalog(catalog.config).table("events"), outcomes)

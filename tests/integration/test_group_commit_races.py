@@ -19,7 +19,7 @@ import pytest
 
 import sleeper_spark as ss
 from tests.fixtures.catalogs import EVENTS_SCHEMA, catalog_params, events, make_catalog
-from tests.fixtures.processes import racing_context
+from tests.fixtures.processes import released_together
 from tests.invariants import WriteOutcome, check_table_invariants, tagged_writes
 
 PROCESSES = 6
@@ -60,13 +60,7 @@ def test_racing_processes_with_group_commit_commit_every_write_once(kind: str, r
                                                                     tmp_path: Path) -> None:
     catalog = make_catalog(kind, request, tmp_path)
     catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
-    context = racing_context()
-    with context.Manager() as manager:
-        start = manager.Event()
-        with context.Pool(PROCESSES) as pool:
-            pending = [pool.apply_async(append_many, (catalog.options(), p, start)) for p in range(PROCESSES)]
-            start.set()
-            results = [r for p in pending for r in p.get(timeout=600)]
+    results = released_together(append_many, catalog.options(), PROCESSES)
     outcomes = [outcome for outcome, _ in results]
     assert all(o.committed for o in outcomes), [o for o in outcomes if not o.committed]
     assert all(holds for _, holds in results), "a caller got a snapshot that does not hold its write"
