@@ -265,3 +265,31 @@ for i in range(3):
     assert table.iceberg.flush(timeout=60)
     time.sleep(IDLE_EXIT_S * 4)
     assert not [t for t in threading.enumerate() if t.name.startswith("sleeper-iceberg-")]
+
+
+def test_glue_gets_the_table_as_athena_would_find_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # moto's Glue, one client at a time (its conditional updates are not a race-safe stand-in)
+    moto_server = pytest.importorskip("moto.server")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(key, "test")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        properties = {"type": "glue", "glue.endpoint": f"http://{host}:{port}", "glue.region": "us-east-1",
+                      "glue.access-key-id": "test", "glue.secret-access-key": "test"}
+        catalog = ss.Catalog.local(str(tmp_path / "wh"), iceberg_publish=True, iceberg_catalog=properties)
+        table = catalog.create_table("lake.events", SCHEMA, partition_by=["day"])
+        table.write(rows((1, "a", 1.0), (2, "b", 2.0)))
+        table.add_columns(pa.schema([("note", pa.string())]))
+        table.write(pa.table({"id": [3], "day": ["c"], "value": [3.0], "note": ["x"]}), mode="overwrite")
+        assert table.iceberg.flush(timeout=60)
+        glue = load_catalog("glue", **properties)
+        assert glue.list_namespaces() == [("lake",)]
+        loaded = glue.load_table(("lake", "events"))
+        assert [s.snapshot_id for s in loaded.snapshots()] == [2, 3, 4]
+        assert loaded.scan().to_arrow().to_pylist() == [{"id": 3, "day": "c", "value": 3.0, "note": "x"}]
+        assert loaded.scan(snapshot_id=2).to_arrow().num_rows == 2
+    finally:
+        server.stop()
