@@ -7,7 +7,7 @@ file are in the table state's files table (:mod:`sleeper_spark.state.file_column
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +26,7 @@ FIRST_PARTITION_FIELD_ID = 1000
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_NONE_KNOWN: Mapping[str, DataFile] = {}
 
 
 def partition_spec(partition_by: Sequence[str], ids: dict[str, int]) -> PartitionSpec:
@@ -47,24 +48,22 @@ class EntryBuilder:
         self._partition_by = tuple(partition_by)
         self._metrics = MetricsEncoder(schema, ids, partition_by)
 
-    def entries(self, rows: pa.Table, status: ManifestEntryStatus, snapshot_id: int, base: int
-                ) -> Iterator[ManifestEntry]:
+    def entries(self, rows: pa.Table, status: ManifestEntryStatus, snapshot_id: int, base: int,
+                known: Mapping[str, DataFile] = _NONE_KNOWN) -> Iterator[ManifestEntry]:
         """``rows`` as entries of ``status``. An ``ADDED`` or ``DELETED`` entry belongs to
         ``snapshot_id``; an ``EXISTING`` one keeps the snapshot that added its file: the version in
-        ``added_version``, or ``base`` (the first published version) for a file added before it."""
+        ``added_version``, or ``base`` (the first published version) for a file added before it.
+        ``known`` holds data files already built, by path (read back from the manifest being
+        rewritten: a file's facts never change), which are taken as they are."""
         if rows.num_rows == 0:
             return
-        rows = self._layout_rows(rows)
+        paths = [f"{self._location}/{path}" for path in rows.column("path").to_pylist()]
+        missing = [i for i, path in enumerate(paths) if path not in known]
+        built = dict(zip([paths[i] for i in missing], self._data_files(rows.take(missing)), strict=True)) \
+            if missing else {}
         added = rows.column("added_version").to_pylist()
-        partitions = self._partitions(rows)
-        for i, ref in enumerate(self._layout.file_refs(rows)):
-            metrics = self._metrics.metrics(ref.column_stats, ref.row_count)
-            data_file = DataFile.from_args(
-                content=DataFileContent.DATA, file_path=f"{self._location}/{ref.path}", file_format=FileFormat.PARQUET,
-                partition=partitions[i], record_count=ref.row_count, file_size_in_bytes=ref.size_bytes,
-                value_counts=metrics.value_counts, null_value_counts=metrics.null_value_counts,
-                lower_bounds=metrics.lower_bounds, upper_bounds=metrics.upper_bounds,
-            )
+        for i, path in enumerate(paths):
+            data_file = known[path] if path in known else built[path]
             origin = base if added[i] is None else max(added[i], base)
             if status == ManifestEntryStatus.ADDED:
                 yield ManifestEntry.from_args(status=status, snapshot_id=snapshot_id, sequence_number=None,
@@ -73,6 +72,20 @@ class EntryBuilder:
                 owner = origin if status == ManifestEntryStatus.EXISTING else snapshot_id
                 yield ManifestEntry.from_args(status=status, snapshot_id=owner, sequence_number=origin,
                                               file_sequence_number=origin, data_file=data_file)
+
+    def _data_files(self, rows: pa.Table) -> list[DataFile]:
+        rows = self._layout_rows(rows)
+        partitions = self._partitions(rows)
+        data_files = []
+        for i, ref in enumerate(self._layout.file_refs(rows)):
+            metrics = self._metrics.metrics(ref.column_stats, ref.row_count)
+            data_files.append(DataFile.from_args(
+                content=DataFileContent.DATA, file_path=f"{self._location}/{ref.path}", file_format=FileFormat.PARQUET,
+                partition=partitions[i], record_count=ref.row_count, file_size_in_bytes=ref.size_bytes,
+                value_counts=metrics.value_counts, null_value_counts=metrics.null_value_counts,
+                lower_bounds=metrics.lower_bounds, upper_bounds=metrics.upper_bounds,
+            ))
+        return data_files
 
     def _layout_rows(self, rows: pa.Table) -> pa.Table:
         # Rows of an older state (removed files) may lack a column added since: conform them.

@@ -8,6 +8,7 @@ changed), so that every version reads the same in another engine.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 
@@ -28,6 +29,7 @@ NAME_MAPPING = "schema.name-mapping.default"
 # How many earlier metadata files a metadata file lists (Iceberg's write.metadata.previous-versions-max).
 METADATA_LOG_LENGTH = 100
 _NO_DATA_CHANGE = ("compact", "schema", "properties", "repair")
+_METADATA_FILE = re.compile(r"/v(\d+)\.metadata\.json$")
 
 
 def table_uuid(table_id: str) -> uuid.UUID:
@@ -76,9 +78,11 @@ def table_metadata(location: str, table_id: str, schemas: Sequence[Schema], last
                    spec: PartitionSpec, snapshots: Sequence[IcebergSnapshot], properties: Mapping[str, str],
                    metadata_log: Sequence[MetadataLogEntry]) -> TableMetadataV2:
     """The metadata whose current snapshot is the last of ``snapshots`` (oldest first), under the
-    last of ``schemas``."""
+    last of ``schemas``. Built without pydantic's validation, which would check every snapshot
+    again for every version; tests/iceberg/test_publishing_costs.py checks it equals the validated one."""
     current = snapshots[-1]
-    return TableMetadataV2(
+    assert current.sequence_number is not None
+    return TableMetadataV2.model_construct(
         location=location, table_uuid=table_uuid(table_id), last_updated_ms=current.timestamp_ms,
         last_column_id=last_column_id, schemas=list(schemas), current_schema_id=schemas[-1].schema_id,
         partition_specs=[spec], default_spec_id=spec.spec_id,
@@ -87,10 +91,45 @@ def table_metadata(location: str, table_id: str, schemas: Sequence[Schema], last
         snapshot_log=[SnapshotLogEntry(snapshot_id=s.snapshot_id, timestamp_ms=s.timestamp_ms) for s in snapshots],
         metadata_log=list(metadata_log)[-METADATA_LOG_LENGTH:], sort_orders=[UNSORTED_SORT_ORDER],
         default_sort_order_id=UNSORTED_SORT_ORDER.order_id,
-        refs={MAIN_BRANCH: SnapshotRef(snapshot_id=current.snapshot_id, snapshot_ref_type=SnapshotRefType.BRANCH,
-                                       min_snapshots_to_keep=None, max_snapshot_age_ms=None, max_ref_age_ms=None)},
+        refs=_main_branch(current.snapshot_id),
         last_sequence_number=current.sequence_number,
     )
+
+
+def metadata_json(metadata: TableMetadataV2) -> bytes:
+    return metadata.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+
+def metadata_at(newest: TableMetadataV2, version: int) -> TableMetadataV2 | None:
+    """The metadata of ``version`` as publishing it would have made it, from a newer version's
+    (``newest``): its snapshots up to ``version``, the schemas up to the one ``version`` used, the
+    same properties, and the metadata files logged before it. None if ``newest`` has no snapshot
+    ``version`` (it was expired, or is older than the first version published)."""
+    current = next((s for s in newest.snapshots if s.snapshot_id == version), None)
+    if current is None:
+        return None
+    schema_id = current.schema_id if current.schema_id is not None else newest.current_schema_id
+    schemas = [s for s in newest.schemas if s.schema_id <= schema_id]
+    earlier_files = [e for e in newest.metadata_log if _metadata_version(e.metadata_file) < version]
+    derived: TableMetadataV2 = newest.model_copy(update={
+        "last_updated_ms": current.timestamp_ms, "last_column_id": max(s.highest_field_id for s in schemas),
+        "schemas": schemas, "current_schema_id": schema_id, "current_snapshot_id": version,
+        "snapshots": [s for s in newest.snapshots if s.snapshot_id <= version],
+        "snapshot_log": [e for e in newest.snapshot_log if e.snapshot_id <= version],
+        "metadata_log": earlier_files, "refs": _main_branch(version),
+        "last_sequence_number": current.sequence_number,
+    })
+    return derived
+
+
+def _main_branch(snapshot_id: int) -> dict[str, SnapshotRef]:
+    return {MAIN_BRANCH: SnapshotRef(snapshot_id=snapshot_id, snapshot_ref_type=SnapshotRefType.BRANCH,
+                                     min_snapshots_to_keep=None, max_snapshot_age_ms=None, max_ref_age_ms=None)}
+
+
+def _metadata_version(path: str) -> int:
+    found = _METADATA_FILE.search(path)
+    return int(found.group(1)) if found else 0
 
 
 def _millis(snapshot: Snapshot) -> int:

@@ -5,6 +5,8 @@ Iceberg table metadata, current snapshot ``v``), ``snap-<v>.avro`` (its manifest
 manifests it wrote, and ``version-hint.text`` naming the newest version, for readers that take a
 table path (DuckDB, pyiceberg's StaticTable, Hadoop tables). The files of a version are written
 before its metadata JSON, and the JSON before the hint, so whatever a reader finds is complete.
+A catch-up of more than :data:`EVERY_JSON_UP_TO` versions writes the metadata JSON of its last
+only; :meth:`IcebergPublisher.metadata_location` derives another's from the newest when asked.
 
 Publishing follows the commit and never fails it: a version that could not be published is
 published by the next commit's publishing (which catches up from the newest published version)
@@ -17,15 +19,18 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from pyiceberg.manifest import DataFile, ManifestFile
 from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV2
 
 from sleeper_spark.commit import TableHead
 from sleeper_spark.errors import IcebergPublishError, NoSnapshotsError, SleeperSparkError, SnapshotNotFoundError
-from sleeper_spark.iceberg.avro_files import read_manifests
+from sleeper_spark.iceberg.avro_files import read_data_files, read_manifests
 from sleeper_spark.iceberg.expiry import unneeded_files, without_snapshots_before
+from sleeper_spark.iceberg.metadata import metadata_at, metadata_json
 from sleeper_spark.iceberg.schema import field_ids
 from sleeper_spark.iceberg.versions import (
     BASE_VERSION,
@@ -41,6 +46,12 @@ from sleeper_spark.state import TableState, fold
 from sleeper_spark.storage import ObjectStore, join_key
 
 logger = logging.getLogger(__name__)
+
+# A catch-up of more versions than this writes the metadata JSON of its last version only (each
+# JSON lists every snapshot, so writing them all costs the square of the versions); the
+# metadata JSON of another is derived from the newest when asked for (``metadata_location``).
+EVERY_JSON_UP_TO = 16
+
 
 @dataclass(frozen=True)
 class Target:
@@ -101,12 +112,23 @@ class IcebergPublisher:
         key = join_key(self.target.root, iceberg_metadata_key(state.version))
         if self.target.store.head(key) is None:
             self.publish(self._head.state() if version is None or version > self.newest_published() else state)
-            if self.target.store.head(key) is None:
+            if self.target.store.head(key) is None and not self._derive(state.version):
                 raise SnapshotNotFoundError(
                     f"table {self.target.name!r}: version {state.version} has no Iceberg metadata: it is older than "
                     "the first version published, or vacuum expired it. `sleeper-spark iceberg sync --rebuild "
                     f"{self.target.name}` publishes every version still in the log and not expired")
         return f"{self.target.location}/{iceberg_metadata_key(state.version)}"
+
+    def _derive(self, version: int) -> bool:
+        """Stores the metadata JSON of ``version`` (published without one, by a long catch-up)
+        derived from the newest published metadata; False if that has no snapshot ``version``."""
+        with self._lock:
+            newest = self._last if self._last is not None and self._last.has_json else self._load_published()
+            derived = metadata_at(newest.metadata, version) if newest is not None else None
+            if derived is None:
+                return False
+            self.target.store.put(join_key(self.target.root, iceberg_metadata_key(version)), metadata_json(derived))
+            return True
 
     def newest_published(self) -> int:
         """The version ``version-hint.text`` names; 0 if nothing was published."""
@@ -126,7 +148,7 @@ class IcebergPublisher:
             expired = without_snapshots_before(last, before)
             if expired is not None:
                 key = iceberg_metadata_key(expired.version)
-                self.target.store.put(join_key(self.target.root, key), _json(expired))
+                self.target.store.put(join_key(self.target.root, key), metadata_json(expired.metadata))
                 self._last = last = expired
             if cutoff is None:
                 return []
@@ -144,9 +166,12 @@ class IcebergPublisher:
     # -- steps ---------------------------------------------------------------------------
 
     def _catch_up(self, last: Published, target: TableState) -> Published:
-        for state in self._states_after(last, target):
+        states = self._states_after(last, target)
+        for i, state in enumerate(states):
             files = Files()
-            last = self._write(files, next_version(last, state, self.target.table_id, files))
+            with_json = len(states) <= EVERY_JSON_UP_TO or i == len(states) - 1
+            last = self._write(files, next_version(last, state, self.target.table_id, files, self._data_files,
+                                                   with_json))
         return last
 
     def _publish_base(self, newest: TableState, expired_before: int = 0) -> Published:
@@ -167,11 +192,22 @@ class IcebergPublisher:
     def _write(self, files: Files, published: Published) -> Published:
         for key, data in files.objects.items():
             self.target.store.put(join_key(self.target.root, key), data)
-        if published.version > self.newest_published():
+        # The hint names a version whose metadata JSON is there.
+        if published.has_json and published.version > self.newest_published():
             self.target.store.put(join_key(self.target.root, ICEBERG_HINT), str(published.version).encode())
         logger.debug("table %s: published version %d as Iceberg metadata (%d files)", self.target.name,
                      published.version, len(files.objects))
         return published
+
+    def _data_files(self, manifest: ManifestFile) -> Mapping[str, DataFile]:
+        """The live data files of a stored manifest; none when it cannot be read (they are built again)."""
+        key = join_key(self.target.root, manifest.manifest_path.removeprefix(self.target.location + "/"))
+        try:
+            return read_data_files(manifest.manifest_path, self.target.store.get(key))
+        except (FileNotFoundError, SleeperSparkError, ValueError, EOFError) as error:
+            logger.debug("table %s: cannot read %s back (%s); building its entries again", self.target.name,
+                         manifest.manifest_path, error)
+            return {}
 
     def _base_state(self, newest: TableState, expired_before: int = 0) -> TableState:
         """The oldest version the log can still rebuild and not expired: the first published one when
@@ -224,6 +260,3 @@ class IcebergPublisher:
                            self.target.name, version, error)
             return None
 
-
-def _json(published: Published) -> bytes:
-    return published.metadata.model_dump_json(by_alias=True, exclude_none=True).encode()
