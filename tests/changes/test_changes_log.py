@@ -15,13 +15,11 @@ import pytest
 
 import sleeper_spark as ss
 from sleeper_spark.commit import utc_now
-from sleeper_spark.commit.group import SOLO_ATTEMPTS
 from sleeper_spark.log import InMemoryLogBackend
-from sleeper_spark.log.pending import InMemoryPendingAppends
 from sleeper_spark.maintenance import truncate_log
 from sleeper_spark.models import AppendGroup
 from sleeper_spark.table.changes import net_rows, plan_between, plan_changes, read_changes
-from tests.fixtures.catalogs import EVENTS_SCHEMA, events, memory_catalog
+from tests.fixtures.catalogs import EVENTS_SCHEMA, events, leave_pending, memory_catalog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
 # Truncation never cuts transactions younger than ten minutes; the truncation test looks from later on.
@@ -64,18 +62,8 @@ def test_a_group_commit_is_an_insert_of_every_member(tmp_path: Path, memory_back
     # writer that commits what they left pending in one group version
     table = memory_catalog(memory_backend, group_commit=True).create_table("events", EVENTS_SCHEMA)
     table.write(events(0, 0))
-    for writer in (1, 2):
-        doomed = memory_catalog(memory_backend, group_commit=True).table("events")
-        doomed.state()
-        rival = memory_catalog(memory_backend, group_commit=True).table("events")
-        log = memory_backend.logs[table.table_id]
-        for seq in range(SOLO_ATTEMPTS):
-            log.at_start_of_next_append(lambda s=seq, w=writer, r=rival: r.write(events(10 + w, s, rows=1)))
-        pending = memory_backend.pending_appends(table.entry)
-        assert isinstance(pending, InMemoryPendingAppends)
-        pending.fail_next_put(_WriterDied(), after_storing=True)
-        with pytest.raises(_WriterDied):
-            doomed.write(events(writer, 0, rows=2 + writer))
+    leave_pending(memory_backend, "events", [events(1, 0, rows=3), events(2, 0, rows=4)],
+                  lambda writer, attempt: events(11 + writer, attempt, rows=1))
     assert table.group_commit is not None
     group = table.group_commit.commit_pending()
     assert group is not None and len(group.members) == 2
@@ -86,10 +74,6 @@ def test_a_group_commit_is_an_insert_of_every_member(tmp_path: Path, memory_back
     assert set(data.column("_change_type").to_pylist()) == {"insert"}
     assert set(data.column("_commit_version").to_pylist()) == {group.version}
     assert Counter(data.column("writer").to_pylist()) == Counter({1: 3, 2: 4})
-
-
-class _WriterDied(BaseException):
-    """Stands for SIGKILL just after a writer recorded its pending append."""
 
 
 def test_an_overwrite_yields_only_the_rows_it_changed(tmp_path: Path) -> None:
