@@ -132,7 +132,7 @@ def _parse(value: StatValue, column: _Column) -> Any:
     if name == "string":
         return value if isinstance(value, str) and all(ord(c) < _FIRST_SURROGATE for c in value) else None
     if name == "date" and isinstance(value, str):
-        return (dt.date.fromisoformat(value) - _EPOCH_DATE).days
+        return days_since_epoch(dt.date.fromisoformat(value))
     if name == "timestamp" and isinstance(value, str):
         return _micros(dt.datetime.fromisoformat(value), aware=column.data_type.tz is not None)
     if name == "decimal" and isinstance(value, (str, int)):
@@ -153,7 +153,18 @@ def _micros(value: dt.datetime, aware: bool) -> int | None:
     value's awareness is not the column's (which instant a naive value means is unknown)."""
     if (value.tzinfo is not None) != aware:
         return None
-    return (value - (_EPOCH_UTC if aware else _EPOCH)) // _MICROSECOND
+    return micros_since_epoch(value)
+
+
+def micros_since_epoch(value: dt.datetime) -> int:
+    """Iceberg's form of a timestamp: integer microseconds since the epoch (UTC for an aware
+    value), exact for any date, before 1970 too."""
+    return (value - (_EPOCH if value.tzinfo is None else _EPOCH_UTC)) // _MICROSECOND
+
+
+def days_since_epoch(value: dt.date) -> int:
+    """Iceberg's form of a date."""
+    return (value - _EPOCH_DATE).days
 
 
 def _decimal(value: decimal.Decimal, data_type: DataType) -> decimal.Decimal | None:

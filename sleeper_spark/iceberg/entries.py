@@ -17,15 +17,12 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 
 from sleeper_spark.errors import IcebergPublishError
-from sleeper_spark.iceberg.bounds import MetricsEncoder
+from sleeper_spark.iceberg.bounds import MetricsEncoder, days_since_epoch, micros_since_epoch
 from sleeper_spark.models import TableSchema
 from sleeper_spark.state.file_columns import FileLayout
 
 # Iceberg numbers partition fields from 1000 on, apart from the schema's field ids.
 FIRST_PARTITION_FIELD_ID = 1000
-_EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _NONE_KNOWN: Mapping[str, DataFile] = {}
 
 
@@ -113,8 +110,7 @@ def _partition_values(texts: pa.ChunkedArray, type_name: str, arrow_type: pa.Dat
 def _internal(value: Any) -> Any:
     """A Python value as Iceberg's Avro files hold it: dates as days, timestamps as microseconds."""
     if isinstance(value, dt.datetime):
-        epoch = _EPOCH if value.tzinfo is None else _EPOCH_UTC
-        return (value - epoch) // dt.timedelta(microseconds=1)
+        return micros_since_epoch(value)
     if isinstance(value, dt.date):
-        return (value - _EPOCH_DATE).days
+        return days_since_epoch(value)
     return value

@@ -72,16 +72,18 @@ class IcebergPublisher:
         self._head = head
         self._lock = threading.Lock()
         self._last: Published | None = None
+        # The newest version the hint named when last looked at (or this publisher wrote to it).
+        self._hinted = 0
 
     def publish(self, state: TableState | None = None) -> int:
         """Publishes every version up to ``state`` (default: the newest); returns the newest published."""
         with self._lock:
             target = state if state is not None else self._head.state()
             last = self._last
+            self._hinted = self.newest_published()
             if last is None or target.version > last.version + 1:
                 # Other processes may have published the versions since: continue from theirs.
-                published = self._load_published() if last is None or self.newest_published() > last.version \
-                    else None
+                published = self._load_published(self._hinted) if last is None or self._hinted > last.version else None
                 last = published if published is not None else last
             if last is not None and last.version >= target.version:
                 self._last = last
@@ -93,6 +95,7 @@ class IcebergPublisher:
         """Publishes every version still in the log afresh, ignoring what was published before."""
         with self._lock:
             current = self._head.state()
+            self._hinted = self.newest_published()
             expired_before = self._expired_before()
             self._last = self._catch_up(self._publish_base(current, expired_before), current)
             return self._last.version
@@ -153,8 +156,7 @@ class IcebergPublisher:
             if cutoff is None:
                 return []
             oldest = last.metadata.snapshots[0]
-            list_key = join_key(self.target.root, oldest.manifest_list.removeprefix(self.target.location + "/"))
-            oldest_list = read_manifests(oldest.manifest_list, self.target.store.get(list_key))
+            oldest_list = read_manifests(oldest.manifest_list, self.target.store.get(self._key(oldest.manifest_list)))
             prefix = join_key(self.target.root, ICEBERG_DIR) + "/"
             listing = [replace(info, key=info.key[len(self.target.root.rstrip("/")) + 1:])
                        for info in self.target.store.list(prefix)]
@@ -192,18 +194,23 @@ class IcebergPublisher:
     def _write(self, files: Files, published: Published) -> Published:
         for key, data in files.objects.items():
             self.target.store.put(join_key(self.target.root, key), data)
-        # The hint names a version whose metadata JSON is there.
-        if published.has_json and published.version > self.newest_published():
+        # The hint names a version whose metadata JSON is there, and never an older one than it did
+        # when this publish began (another process may be publishing too).
+        if published.has_json and published.version > self._hinted:
             self.target.store.put(join_key(self.target.root, ICEBERG_HINT), str(published.version).encode())
+            self._hinted = published.version
         logger.debug("table %s: published version %d as Iceberg metadata (%d files)", self.target.name,
                      published.version, len(files.objects))
         return published
 
+    def _key(self, uri: str) -> str:
+        """The store key of a file the metadata names by its URI."""
+        return join_key(self.target.root, uri.removeprefix(self.target.location + "/"))
+
     def _data_files(self, manifest: ManifestFile) -> Mapping[str, DataFile]:
         """The live data files of a stored manifest; none when it cannot be read (they are built again)."""
-        key = join_key(self.target.root, manifest.manifest_path.removeprefix(self.target.location + "/"))
         try:
-            return read_data_files(manifest.manifest_path, self.target.store.get(key))
+            return read_data_files(manifest.manifest_path, self.target.store.get(self._key(manifest.manifest_path)))
         except (FileNotFoundError, SleeperSparkError, ValueError, EOFError) as error:
             logger.debug("table %s: cannot read %s back (%s); building its entries again", self.target.name,
                          manifest.manifest_path, error)
@@ -238,9 +245,10 @@ class IcebergPublisher:
                                       "are not all in the log; rebuild with `sleeper-spark iceberg sync --rebuild`")
         return states
 
-    def _load_published(self) -> Published | None:
-        """What an earlier process published last, to continue from; None to start afresh."""
-        version = self.newest_published()
+    def _load_published(self, hinted: int | None = None) -> Published | None:
+        """What an earlier process published last (the version the hint names, or ``hinted`` when
+        the caller just read it), to continue from; None to start afresh."""
+        version = self.newest_published() if hinted is None else hinted
         if version == 0:
             return None
         try:
@@ -250,8 +258,7 @@ class IcebergPublisher:
             state = self._head.state_at(version)
             snapshot = metadata.current_snapshot()
             assert snapshot is not None
-            list_key = join_key(self.target.root, snapshot.manifest_list.removeprefix(self.target.location + "/"))
-            manifests = read_manifests(snapshot.manifest_list, self.target.store.get(list_key))
+            manifests = read_manifests(snapshot.manifest_list, self.target.store.get(self._key(snapshot.manifest_list)))
             base = int(metadata.properties[BASE_VERSION])
             return Published(state, metadata, field_ids(metadata.schema()), {group_of(m): m for m in manifests},
                              base, self.target.location)

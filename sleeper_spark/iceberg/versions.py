@@ -341,5 +341,3 @@ def _in_group(rows: pa.Table, keys: list[int], group: int, base: int) -> pa.Tabl
     mask = pc.or_kleene(pc.is_null(added), mask) if group == base else pc.and_(pc.greater_equal(added, group), mask)
     return rows.filter(pc.fill_null(mask, False))
 
-
-ManifestEntries = list[ManifestEntry]

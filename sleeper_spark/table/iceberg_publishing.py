@@ -100,9 +100,7 @@ class TablePublishing:
         to the configured Iceberg catalog; returns the newest published version."""
         publisher = self.publisher()
         version = publisher.rebuild() if rebuild else publisher.publish(state)
-        committer, last = self.committer(), publisher.last
-        if committer is not None and last is not None:
-            committer.commit(self._table.name, last.metadata, publisher.metadata_location(last.version))
+        self._commit_newest(publisher)
         return version
 
     def expire(self, before: int, cutoff: datetime | None) -> list[str]:
@@ -113,14 +111,18 @@ class TablePublishing:
         try:
             publisher = self.publisher()
             deleted = publisher.expire(before, cutoff)
-            committer, last = self.committer(), publisher.last
-            if committer is not None and last is not None:
-                committer.commit(self._table.name, last.metadata, publisher.metadata_location(last.version))
+            self._commit_newest(publisher)
             return deleted
-        except Exception as error:  # maintenance has done its work; the next publish expires them
+        except Exception as error:  # maintenance has done its work; the warning says how to retry
             logger.warning("table %s: could not expire the Iceberg snapshots before version %d (%s: %s); run "
                            "vacuum again to expire them", self._table.name, before, type(error).__name__, error)
             return []
+
+    def _commit_newest(self, publisher: IcebergPublisher) -> None:
+        """Commits the newest version ``publisher`` holds to the configured Iceberg catalog, if any."""
+        committer, last = self.committer(), publisher.last
+        if committer is not None and last is not None:
+            committer.commit(self._table.name, last.metadata, publisher.metadata_location(last.version))
 
     def metadata_location(self, version: int | None) -> str:
         return self.publisher().metadata_location(version)
