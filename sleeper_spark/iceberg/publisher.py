@@ -169,6 +169,13 @@ class IcebergPublisher:
 
     def _catch_up(self, last: Published, target: TableState) -> Published:
         states = self._states_after(last, target)
+        if states is None:
+            # Log truncation cut versions this publisher had yet to publish (they are expired with
+            # the cut): publish afresh from the oldest version the log still rebuilds.
+            logger.info("table %s: versions after %d were truncated from the log before they were published; "
+                        "publishing afresh from the oldest version it holds", self.target.name, last.version)
+            last = self._publish_base(target, self._expired_before())
+            states = self._states_after(last, target) or []
         for i, state in enumerate(states):
             files = Files()
             with_json = len(states) <= EVERY_JSON_UP_TO or i == len(states) - 1
@@ -230,20 +237,20 @@ class IcebergPublisher:
                 continue
         raise IcebergPublishError(f"table {self.target.name!r} has no version to publish yet; write to it first")
 
-    def _states_after(self, last: Published, target: TableState) -> list[TableState]:
-        """The states of versions ``last.version + 1 .. target.version``, folded from the log."""
+    def _states_after(self, last: Published, target: TableState) -> list[TableState] | None:
+        """The states of versions ``last.version + 1 .. target.version``, folded from the log; None
+        if the log no longer holds them all (it was truncated past ``last``)."""
         if target.version <= last.version:
             return []
         if target.version == last.version + 1:
             return [target]
         states, state = [], last.state
         for entry in self._head.entries(after=last.version, up_to=target.version):
+            if entry.number != state.version + 1:
+                return None
             state = fold([(entry.number, entry.transaction())], state)
             states.append(state)
-        if not states or states[-1].version != target.version:
-            raise IcebergPublishError(f"table {self.target.name!r}: versions {last.version + 1}..{target.version} "
-                                      "are not all in the log; rebuild with `sleeper-spark iceberg sync --rebuild`")
-        return states
+        return states if states and states[-1].version == target.version else None
 
     def _load_published(self, hinted: int | None = None) -> Published | None:
         """What an earlier process published last (the version the hint names, or ``hinted`` when

@@ -293,3 +293,23 @@ def test_glue_gets_the_table_as_athena_would_find_it(tmp_path: Path, monkeypatch
         assert loaded.scan(snapshot_id=2).to_arrow().num_rows == 2
     finally:
         server.stop()
+
+
+def test_a_publisher_behind_a_log_truncation_publishes_afresh_from_what_the_log_holds(tmp_path: Path) -> None:
+    # Given a publisher that published version 3, then versions it did not publish (publishing off)
+    table = published_table(tmp_path)
+    table.write(rows((1, "a", 1.0)))  # 3
+    assert table.iceberg.flush(timeout=60)
+    table.set_properties({"iceberg.publish": "false"})  # 4
+    table.write(rows((2, "b", 2.0)))  # 5
+    table.write(rows((3, "a", 3.0)))  # 6
+    table.create_state_snapshot()  # at 6
+    table.write(rows((4, "b", 4.0)))  # 7
+    # When the log is cut past the versions it had yet to publish, and it publishes again
+    assert truncate_log(table, now=LATER, keep_versions_after=timedelta(0), safety_margin=0).first_transaction == 7
+    assert table.publish_iceberg() == 7
+    # Then it started afresh from the oldest version the log rebuilds, rather than failing for good
+    metadata = StaticTable.from_metadata(table.iceberg_metadata()).metadata
+    assert [s.snapshot_id for s in metadata.snapshots] == [6, 7]
+    assert iceberg_rows(table.iceberg_metadata()) == sleeper_rows(table)
+    assert iceberg_rows(table.iceberg_metadata(6)) == sleeper_rows(table, 6)
