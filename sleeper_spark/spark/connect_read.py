@@ -10,8 +10,10 @@ files, on any server, with or without the jar. So a helper read on Connect is
   whole files by the log's statistics per query; this cannot);
 - the table's schema is given, so files written before a column was added read it as null, and
   Spark's Parquet reader widens a column written with a narrower type;
-- the server resolves the file list once per read: one status request per file (on S3 a HEAD,
-  listed by a Spark job from 32 files on), where the jar's index needs none.
+- Spark lists the folders that hold the version's files (one LIST request per folder, as for a
+  plain Parquet table) and keeps exactly the version's files by their names or paths; where the
+  folders name the partitions, a partition filter skips whole folders
+  (:mod:`sleeper_spark.spark.parquet_scan`). The jar's index lists nothing.
 
 It needs the server to reach the table's store: local paths are ``file:`` URIs (the server must
 see the same disk), and ``s3://`` is named with the scheme of ``spark.sleeper_spark.connect.s3Scheme``
@@ -31,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from sleeper_spark.process_state import SAID_ONCE
 from sleeper_spark.spark.native_read import native_types
+from sleeper_spark.spark.parquet_scan import parquet_scan
 from sleeper_spark.spark.reader import spark_schema
-from sleeper_spark.storage.base import join_key
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
@@ -71,12 +73,28 @@ def read_parquet(table: Table, spark: Any, version: int | None) -> Any | None:
     root = server_location(spark, table.location, table.catalog.config.s3_endpoint)
     if root is None:
         return None
-    paths = table.files_table(state.version)["path"].to_pylist()
+    files = table.files_table(state.version)
     schema = spark_schema(state.schema, guarded=False)
-    if not paths:
+    if files.num_rows == 0:
         return spark.createDataFrame([], schema)
-    # Explicit file paths: Spark infers no partition columns from them; the files hold every column.
-    return spark.read.schema(schema).parquet(*[join_key(root, path) for path in paths])
+    partitions = {column: files[f"partition.{column}"].to_pylist() for column in state.partition_by}
+    types = {column: state.schema.field(column).type.name for column in state.partition_by}
+    scan = parquet_scan(root, files["path"].to_pylist(), partitions, types)
+    frame = spark.read.schema(schema).options(**scan.options).parquet(*scan.roots)
+    if scan.file_paths is not None:
+        from pyspark.sql import functions
+
+        frame = frame.where(functions.col("_metadata.file_path").isin(scan.file_paths))
+    if scan.partitions_from_folders:  # Spark puts the partition columns last
+        frame = frame.select(*[_column(name) for name in schema.names])
+    return frame
+
+
+def _column(name: str) -> Any:
+    """The column ``name`` of a DataFrame, quoted so that dots and backticks in it are its own."""
+    from pyspark.sql import functions
+
+    return functions.col("`" + name.replace("`", "``") + "`")
 
 
 def server_location(spark: Any, location: str, s3_endpoint: str | None) -> str | None:

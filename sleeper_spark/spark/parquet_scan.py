@@ -1,0 +1,148 @@
+"""How Spark's own ``parquet`` source is pointed at exactly one version's files, without a jar.
+
+Handing Spark every file path makes it check each path itself: with more than 32 paths
+(``spark.sql.sources.parallelPartitionDiscovery.threshold``) it runs a Spark job to do so, about a
+second on a small cluster, on every query. Spark lists folders as cheaply as plain Parquet, so a
+read names the folders that hold the version's files instead, and keeps exactly those files by one
+of two filters Spark applies while it lists, before any task runs:
+
+- **by name** (the ``pathGlobFilter`` option): when every file has a name this package's writers
+  made, which no other file in those folders can share. The Python writer's names are random
+  UUIDs. Spark's writer reuses a name across the partition folders of one write, so names alone
+  are used only where each such write's live files fill every one of its folders: then no removed
+  file of that write can sit in a listed folder under a live file's name;
+- **by path** (a filter on ``_metadata.file_path``, which Spark evaluates per file while it
+  lists): exact for every file; it costs a little per row as well, so it is the second choice.
+
+Paths neither filter can name exactly (characters the server's URI form would escape in ways
+this module does not reproduce, or files outside ``data/``) are handed to Spark one by one, as
+before.
+
+Where every file sits in the Python writer's Hive-style folders (``data/<col>=<value>/…``) and each
+folder's name reads back, by Spark's own rules, as the file's partition values, Spark is also told
+the partition columns (``basePath``): a filter on them then skips whole folders, as on a plain
+Parquet table. Spark's writer names its folders by a hash, so its files get no such pruning here;
+their footers still let Spark skip row groups.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sleeper_spark.datafiles.paths import partition_dir
+from sleeper_spark.layout import DATA_DIR
+
+# Past this many names the glob's alternation costs more per listed file than the path filter.
+MAX_GLOB_NAMES = 2_000
+_PYTHON_NAME = re.compile(r"[0-9a-f]{32}\.parquet")
+_SPARK_NAME = re.compile(r"part-[0-9]{5}-[0-9a-f-]{36}(\.c[0-9]{3})?(\.[a-z0-9]+)?\.parquet")
+_SPARK_FOLDER = re.compile(re.escape(DATA_DIR) + r"/spark-[^/]+")
+# Characters java.net.URI leaves as they are in a path (Hadoop's Path.toUri, which Spark's
+# ``_metadata.file_path`` is); "%" becomes "%25". Any other character: hand over the paths instead.
+_URI_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'();:&=+$,/@")
+_SIMPLE_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Partition types whose value text Spark casts back to the same value.
+_FOLDER_TYPES = frozenset({"string", "int8", "int16", "int32", "int64", "bool", "date"})
+
+
+@dataclass(frozen=True)
+class ParquetScan:
+    """What to hand ``spark.read.parquet``: ``roots`` (absolute), its ``options``, and, when names
+    cannot tell the version's files, ``file_paths``: the ``_metadata.file_path`` values to keep."""
+
+    roots: list[str]
+    options: dict[str, str] = field(default_factory=dict)
+    file_paths: list[str] | None = None
+    partitions_from_folders: bool = False
+
+
+def parquet_scan(root: str, paths: Sequence[str], partitions: Mapping[str, Sequence[str | None]],
+                 partition_types: Mapping[str, str]) -> ParquetScan:
+    """The scan of the files ``paths`` (relative to ``root``, the table's location as the server
+    names it), whose partition values are ``partitions`` (a list per partition column, in the
+    order of ``paths``) of the types ``partition_types`` (type names)."""
+    if not paths or not all(path.startswith(DATA_DIR + "/") for path in paths):
+        return ParquetScan([_join(root, path) for path in paths])
+    roots = _outermost({path.rsplit("/", 1)[0] for path in paths})
+    options: dict[str, str] = {}
+    from_folders = _folders_name_partitions(paths, partitions, partition_types)
+    if from_folders:
+        options["basePath"] = _join(root, DATA_DIR)
+    else:
+        options["recursiveFileLookup"] = "true"
+    absolute_roots = [_join(root, folder) for folder in roots]
+    if _names_tell_files(paths):
+        names = sorted({path.rsplit("/", 1)[1] for path in paths})
+        return ParquetScan(absolute_roots, {**options, "pathGlobFilter": "{" + ",".join(names) + "}"},
+                           partitions_from_folders=from_folders)
+    uris = [_file_uri(root, path) for path in paths]
+    if any(uri is None for uri in uris):
+        return ParquetScan([_join(root, path) for path in paths])
+    return ParquetScan(absolute_roots, options, [uri for uri in uris if uri is not None], from_folders)
+
+
+def _join(root: str, relative: str) -> str:
+    return root.rstrip("/") + "/" + relative
+
+
+def _outermost(folders: set[str]) -> list[str]:
+    """The folders that lie in no other of them (Spark lists a folder with everything below it)."""
+    kept: list[str] = []
+    for folder in sorted(folders):
+        if not any(folder.startswith(outer + "/") for outer in kept):
+            kept.append(folder)
+    return kept
+
+
+def _names_tell_files(paths: Sequence[str]) -> bool:
+    if len(paths) > MAX_GLOB_NAMES:
+        return False
+    spark_writes: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for path in paths:
+        folder, name = path.rsplit("/", 1)
+        if _PYTHON_NAME.fullmatch(name) and not folder.startswith(DATA_DIR + "/spark-"):
+            continue
+        write = _SPARK_FOLDER.match(folder)
+        if write is None or not _SPARK_NAME.fullmatch(name):
+            return False
+        spark_writes[write.group(0)].add((folder, name))
+    for files in spark_writes.values():
+        folders = {folder for folder, _ in files}
+        names = {name for _, name in files}
+        if len(files) != len(folders) * len(names):
+            return False  # a name of this write is live in one folder only: a removed twin may sit in another
+    return True
+
+
+def _folders_name_partitions(paths: Sequence[str], partitions: Mapping[str, Sequence[str | None]],
+                             partition_types: Mapping[str, str]) -> bool:
+    """Whether Spark, reading each file's folder names by its rules (``%XX`` decoded one byte a
+    character, ``__HIVE_DEFAULT_PARTITION__`` null, the text cast to the column's type), gets the
+    file's own partition values."""
+    columns = tuple(partitions)
+    if not columns or any(not _SIMPLE_COLUMN.fullmatch(c) or partition_types[c] not in _FOLDER_TYPES
+                          for c in columns):
+        return False
+    for index, path in enumerate(paths):
+        values = {column: partitions[column][index] for column in columns}
+        if any(value is not None and (value == "" or not value.isascii()) for value in values.values()):
+            return False
+        folder = path.rsplit("/", 1)[0]
+        if folder != partition_dir(values, columns) or "__hash_" in folder:
+            return False
+    return True
+
+
+def _file_uri(root: str, path: str) -> str | None:
+    """``root/path`` as Spark's ``_metadata.file_path`` spells it, or None if unsure."""
+    scheme, sep, rest = _join(root, path).partition(":")
+    if not sep or not rest.isascii():
+        return None
+    if rest.startswith("///"):  # an empty authority, which Hadoop's URI leaves out: file:///x is file:/x
+        rest = rest[2:]
+    if any(char not in _URI_PLAIN and char != "%" for char in rest):
+        return None
+    return f"{scheme}:{rest.replace('%', '%25')}"
