@@ -246,7 +246,7 @@ def _commit_after_job(report: Report, spark: Any, work: Path, count: int) -> Non
     import json
 
     from sleeper_spark.spark.jvm import native_entry
-    from sleeper_spark.spark.native_write import commit_append, described_files
+    from sleeper_spark.spark.native_write import commit_append, described_files, take_facts
     from sleeper_spark.state.file_columns import FileLayout
     from sleeper_spark.table.writes import new_write_id
 
@@ -269,7 +269,7 @@ def _commit_after_job(report: Report, spark: Any, work: Path, count: int) -> Non
 
     started = time.perf_counter()
     write_id = new_write_id()
-    files, cleanup = described_files(table, entry.takeFacts(accumulator), f"data/spark-{write_id}",
+    files, cleanup = described_files(table, take_facts(entry, accumulator), f"data/spark-{write_id}",
                                      FileLayout(state.schema, state.partition_by), local=True)
     commit_append(table, files, {}, write_id, None, None)
     cleanup.result()

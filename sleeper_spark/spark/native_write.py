@@ -25,6 +25,7 @@ mid-job leaves files that no version refers to: vacuum removes them after its re
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -162,12 +163,25 @@ def _stage(table: Table, df: Any, layout: FileLayout, write_id: str | None = Non
     accumulator = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")
     try:
         _run_job(spark, df, schema, partition_by, target, str(accumulator.id()))
-        files, cleanup = described_files(table, entry.takeFacts(accumulator), write_dir, layout,
+        files, cleanup = described_files(table, take_facts(entry, accumulator), write_dir, layout,
                                          local=target.startswith("file:"))
     except BaseException:
         remove_write_dir(table, write_dir)
         raise
     return files, write_id, cleanup
+
+
+def take_facts(entry: Any, accumulator: Any) -> str:
+    """The facts a write's tasks added to ``accumulator``, one JSON object a line (see
+    :func:`facts_table`); the JVM forgets the accumulator. They come through a temporary file
+    (the JVM driver and this process share a machine): py4j would send them as one long answer,
+    which waits on TCP's delayed acknowledgement."""
+    path = entry.takeFactsFile(accumulator)
+    try:
+        with open(path, encoding="utf-8") as source:
+            return source.read()
+    finally:
+        os.unlink(path)
 
 
 def _run_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,

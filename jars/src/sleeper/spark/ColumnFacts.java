@@ -154,11 +154,14 @@ abstract class ColumnFacts {
     }
 
     /** Values of a type with its own order, copied when kept (a row's value may be reused). */
-    abstract static class Comparables<T extends Comparable<T>> extends ColumnFacts {
+    abstract static class Comparables<T> extends ColumnFacts {
         private T low;
         private T high;
 
         abstract T read(InternalRow row, int ordinal);
+
+        /** Negative, zero or positive as {@code a} is below, equal to or above {@code b}. */
+        abstract int compare(T a, T b);
 
         abstract T copy(T value);
 
@@ -167,10 +170,15 @@ abstract class ColumnFacts {
         @Override
         final void value(InternalRow row, int ordinal) {
             T v = read(row, ordinal);
-            if (low == null || v.compareTo(low) < 0) {
+            if (low == null) {
                 low = copy(v);
+                high = low;
+                return;
             }
-            if (high == null || v.compareTo(high) > 0) {
+            int toLow = compare(v, low);
+            if (toLow < 0) {
+                low = copy(v);
+            } else if (toLow > 0 && compare(v, high) > 0) { // equal to the low (a partition column's value): done
                 high = copy(v);
             }
         }
@@ -191,6 +199,16 @@ abstract class ColumnFacts {
         @Override
         UTF8String read(InternalRow row, int ordinal) {
             return row.getUTF8String(ordinal);
+        }
+
+        /**
+         * Byte order, as {@code compareTo} is too; but {@code compareTo} looks up an environment
+         * variable on every call (Spark refuses it in its own tests), which a per-row comparison
+         * cannot afford.
+         */
+        @Override
+        int compare(UTF8String a, UTF8String b) {
+            return a.binaryCompare(b);
         }
 
         @Override
@@ -217,6 +235,11 @@ abstract class ColumnFacts {
         @Override
         Decimal read(InternalRow row, int ordinal) {
             return row.getDecimal(ordinal, precision, scale);
+        }
+
+        @Override
+        int compare(Decimal a, Decimal b) {
+            return a.compare(b);
         }
 
         @Override

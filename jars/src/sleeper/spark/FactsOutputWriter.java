@@ -38,7 +38,7 @@ final class FactsOutputWriter extends OutputWriter {
     private final Configuration conf;
     private final CollectionAccumulator<String> facts;
     private final StructType schema;
-    private final ColumnFacts[] columns;
+    private final RowFacts columns;
     private final FileDigest digest;
     private long rows;
 
@@ -50,19 +50,14 @@ final class FactsOutputWriter extends OutputWriter {
         this.conf = conf;
         this.schema = schema;
         this.facts = facts;
-        this.columns = new ColumnFacts[schema.fields().length];
-        for (int i = 0; i < columns.length; i++) {
-            columns[i] = ColumnFacts.of(schema.fields()[i].dataType());
-        }
+        this.columns = new RowFacts(schema);
     }
 
     @Override
     public void write(InternalRow row) {
         parquet.write(row);
         rows++;
-        for (int i = 0; i < columns.length; i++) {
-            columns[i].update(row, i);
-        }
+        columns.update(row);
     }
 
     @Override
@@ -92,11 +87,11 @@ final class FactsOutputWriter extends OutputWriter {
         }
         ObjectNode stats = node.putObject("columns");
         StructField[] fields = schema.fields();
-        for (int i = 0; i < columns.length; i++) {
+        for (int i = 0; i < fields.length; i++) {
             ObjectNode column = stats.putObject(fields[i].name());
-            column.put("nulls", columns[i].nulls);
-            column.put("min", columns[i].min());
-            column.put("max", columns[i].max());
+            column.put("nulls", columns.nulls(i));
+            column.put("min", columns.min(i));
+            column.put("max", columns.max(i));
         }
         return node.toString();
     }
