@@ -6,8 +6,10 @@ files, on any server, with or without the jar. So a helper read on Connect is
 ``spark.read.schema(<the table's columns>).parquet(<every file of the version>)``:
 
 - Spark's own reader and its column pruning, filter pushdown and row-group skipping by the files'
-  footers; the files are those of the version, pruned by nothing else (the jar's index also skips
-  whole files by the log's statistics per query; this cannot);
+  footers (not on tables with float, date or timestamp columns, where parquet-mr's filters lose
+  rows: :data:`sleeper_spark.spark.parquet_scan.PARQUET_FILTERS_OFF`); the files are those of the
+  version, pruned by nothing else (the jar's index also skips whole files by the log's statistics
+  per query; this cannot);
 - the table's schema is given, so files written before a column was added read it as null, and
   Spark's Parquet reader widens a column written with a narrower type;
 - Spark lists the folders that hold the version's files (one LIST request per folder, as for a
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleeper_spark.process_state import SAID_ONCE
 from sleeper_spark.spark.native_read import native_types
-from sleeper_spark.spark.parquet_scan import parquet_scan
+from sleeper_spark.spark.parquet_scan import parquet_scan, reader_options
 from sleeper_spark.spark.reader import spark_schema
 
 if TYPE_CHECKING:
@@ -80,7 +82,7 @@ def read_parquet(table: Table, spark: Any, version: int | None) -> Any | None:
     partitions = {column: files[f"partition.{column}"].to_pylist() for column in state.partition_by}
     types = {column: state.schema.field(column).type.name for column in state.partition_by}
     scan = parquet_scan(root, files["path"].to_pylist(), partitions, types)
-    frame = spark.read.schema(schema).options(**scan.options).parquet(*scan.roots)
+    frame = spark.read.schema(schema).options(**reader_options(state.schema), **scan.options).parquet(*scan.roots)
     if scan.file_paths is not None:
         from pyspark.sql import functions
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from sleeper_spark.datafiles.paths import partition_dir
 from sleeper_spark.layout import DATA_DIR
+from sleeper_spark.models import DataType, TableSchema
 
 # Past this many names the glob's alternation costs more per listed file than the path filter.
 MAX_GLOB_NAMES = 2_000
@@ -46,6 +47,34 @@ _URI_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 _SIMPLE_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Partition types whose value text Spark casts back to the same value.
 _FOLDER_TYPES = frozenset({"string", "int8", "int16", "int32", "int64", "bool", "date"})
+
+
+# parquet-mr's row-group and page filters lose rows in two cases, which the jar's reads avoid
+# (NativeTables.readOptions, SleeperParquetFormat.exactFilters) and a read through Spark's own
+# ``parquet`` source can only avoid by turning them off, through read options that reach parquet-mr
+# in the read's Hadoop conf:
+# - floats: footers pyarrow writes keep NaN out of a column's min/max, so a row group whose NaN
+#   rows match (x > 1: NaN is above every number in Spark) is dropped; and its filters tell -0.0
+#   from 0.0;
+# - dates and timestamps: Spark hands parquet-mr a filter's literal in the hybrid Julian calendar,
+#   and parquet-mr turns it back into days or microseconds, which moves values before 1900 (the
+#   calendars' gap, old time zones), so row groups holding matching rows are dropped.
+# Spark still evaluates every filter on every row it reads; only row-group skipping goes.
+PARQUET_FILTERS_OFF = {"parquet.filter.stats.enabled": "false", "parquet.filter.columnindex.enabled": "false",
+                       "parquet.filter.dictionary.enabled": "false", "parquet.filter.bloom.enabled": "false"}
+_UNSAFE_TO_FILTER = frozenset({"float32", "float64", "date", "timestamp"})
+
+
+def reader_options(schema: TableSchema) -> dict[str, str]:
+    """Options every read of a table with this schema by Spark's ``parquet`` source needs."""
+    return dict(PARQUET_FILTERS_OFF) if any(_unsafe_to_filter(f.type) for f in schema.fields) else {}
+
+
+def _unsafe_to_filter(data_type: DataType) -> bool:
+    if data_type.name in _UNSAFE_TO_FILTER:
+        return True
+    nested = [*(data_type.fields or ()), *(f for f in (data_type.element, data_type.key, data_type.value) if f)]
+    return any(_unsafe_to_filter(f.type) for f in nested)
 
 
 @dataclass(frozen=True)

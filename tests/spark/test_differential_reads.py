@@ -6,11 +6,14 @@ data source (``format("sleeper")`` in a session switched off the jar) and by the
 (``t.write`` with Arrow data), into one table. Random filters then go through every read path:
 
 - the helper read on Spark's Parquet reader (the jar's file index, then parquet-mr's row-group
-  and page filters), and on the Python data source, ``spark.read.format("sleeper")`` on Spark's
-  reader, and the SQL catalog's table (Spark's V2 Parquet scan over the same index); each against
+  and page filters), on the Python data source, and as a Connect session without the jar reads
+  (Spark's ``parquet`` source over the version's folders, see
+  :mod:`sleeper_spark.spark.parquet_scan`), ``spark.read.format("sleeper")`` on Spark's reader,
+  and the SQL catalog's table (Spark's V2 Parquet scan over the same index); each against
   Spark's own answer over the raw rows (an in-memory DataFrame: no file, no statistic, no pruning);
 - ``t.scan(filter=...)`` against pyarrow's answer over the raw rows;
-- ``t.delete_where`` followed by a scan, against the raw rows less pyarrow's matches.
+- ``t.delete_where`` followed by a scan, and by the no-jar read (the rewritten files stay on disk
+  beside their replacements), against the raw rows less pyarrow's matches.
 
 ``verify(deep=True)`` must find every file's statistics true to its rows.
 
@@ -34,6 +37,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import sleeper_spark as ss
+from sleeper_spark.spark.connect_read import READ_CONF, read_parquet
 from sleeper_spark.spark.jvm import NATIVE_CONF, catalog_conf
 from tests.fixtures.random_tables import Filter, RandomTable, random_filter, random_table
 from tests.reliability.budget import LONG_RUN
@@ -99,10 +103,12 @@ def arrow_ids(rows: pa.Table) -> list[int]:
 def check_spark_paths(spark: SparkSession, catalog: ss.Catalog, name: str, truth: Any, where: Filter,
                       seed: int) -> None:
     expected = spark_ids(truth.where(where.spark()))
-    for path in ("native", "python", "format", "sql"):
+    for path in ("native", "python", "no jar", "format", "sql"):
         spark.conf.set(NATIVE_CONF, "false" if path == "python" else "true")
         try:
-            if path == "format":
+            if path == "no jar":
+                loaded = no_jar_read(spark, catalog.table(name))
+            elif path == "format":
                 loaded = spark.read.format("sleeper").options(**catalog.options()).load(name)
             elif path == "sql":
                 loaded = sql_table(spark, catalog, name)
@@ -114,6 +120,15 @@ def check_spark_paths(spark: SparkSession, catalog: ss.Catalog, name: str, truth
         assert got == expected, (f"seed {seed}, {path} read, filter {where}: {len(got)} rows, expected "
                                  f"{len(expected)}; missing {sorted(set(expected) - set(got))[:10]}, "
                                  f"extra {sorted(set(got) - set(expected))[:10]}")
+
+
+def no_jar_read(spark: SparkSession, table: ss.Table) -> Any:
+    """The helper read a Spark Connect session whose server has no jar takes."""
+    spark.conf.set(READ_CONF, "parquet")
+    try:
+        return read_parquet(table, spark, None)
+    finally:
+        spark.conf.unset(READ_CONF)
 
 
 def test_every_read_path_returns_the_rows_the_filter_selects(spark: SparkSession, catalog: ss.Catalog) -> None:
@@ -145,6 +160,7 @@ def test_every_read_path_returns_the_rows_the_filter_selects(spark: SparkSession
             matched = set(arrow_ids(remaining.filter(where.arrow())))
             remaining = remaining.filter(pa.array([i not in matched for i in remaining.column("id").to_pylist()]))
             assert arrow_ids(handle.scan()) == arrow_ids(remaining), f"seed {seed}, delete_where {where}"
+            assert spark_ids(no_jar_read(spark, handle)) == arrow_ids(remaining), f"seed {seed}, no-jar read"
 
 
 # -- cases the random search (or users) found once, kept for good ------------------------------

@@ -180,3 +180,28 @@ def test_an_unpartitioned_table_of_both_writers_reads_each_file_once(
     back = read_parquet(table, spark, None)
 
     assert back is not None and sorted(r.id for r in back.collect()) == [15, 16, 17, 18, 19]
+
+
+@pytest.mark.spark
+def test_nan_rows_and_dates_before_1900_are_not_lost_to_parquet_mr_s_filters(
+        spark: SparkSession, catalog: ss.Catalog, parquet_reads: None) -> None:
+    # Given files whose footers leave NaN out of the bounds, and one holding only dates and times in
+    # the calendars' gap (which parquet-mr's filters see moved past its bounds)
+    gap = dt.datetime(1582, 10, 10, 12, tzinfo=dt.timezone.utc)
+    later = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+    rows = pa.table({"id": pa.array(range(4), pa.int64()), "g": pa.array([1.0, float("nan"), 2.0, 3.0], pa.float32()),
+                     "d": pa.array([gap.date(), gap.date(), later.date(), later.date()]),
+                     "ts": pa.array([gap, gap, later, later], pa.timestamp("us", "UTC"))})
+    table = catalog.create_table("gap", rows.schema)
+    table.write(rows.slice(0, 2))
+    table.write(rows.slice(2))
+
+    back = read_parquet(table, spark, None)
+
+    # Then filters that parquet-mr would answer from those footers find every row (NaN is above
+    # every number in Spark)
+    assert back is not None
+    assert sorted(r.id for r in back.where("g > 5").collect()) == [1]
+    assert sorted(r.id for r in back.where("g > 1.5").collect()) == [1, 2, 3]
+    assert sorted(r.id for r in back.where("d = DATE'1582-10-10'").collect()) == [0, 1]
+    assert sorted(r.id for r in back.where("ts IN (TIMESTAMP'1582-10-10 12:00:00')").collect()) == [0, 1]
