@@ -8,6 +8,7 @@ pyspark out of every layer but ``spark``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -58,6 +59,13 @@ class DataType(BaseModel):
     fields: tuple[Field, ...] | None = None  # struct
     key: Field | None = None  # map
     value: Field | None = None  # map
+
+    def nested(self) -> Iterator[DataType]:
+        """This type and every type inside it (struct fields, list elements, map keys and values)."""
+        yield self
+        for child in (*(self.fields or ()), self.element, self.key, self.value):
+            if child is not None:
+                yield from child.type.nested()
 
 
 class Field(BaseModel):

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleeper_spark.process_state import SAID_ONCE
 from sleeper_spark.spark.native_read import native_types
+from sleeper_spark.spark.native_write import quoted_column
 from sleeper_spark.spark.parquet_scan import parquet_scan, reader_options
 from sleeper_spark.spark.reader import spark_schema
 
@@ -82,21 +83,14 @@ def read_parquet(table: Table, spark: Any, version: int | None) -> Any | None:
     partitions = {column: files[f"partition.{column}"].to_pylist() for column in state.partition_by}
     types = {column: state.schema.field(column).type.name for column in state.partition_by}
     scan = parquet_scan(root, files["path"].to_pylist(), partitions, types)
-    frame = spark.read.schema(schema).options(**reader_options(state.schema), **scan.options).parquet(*scan.roots)
-    if scan.file_paths is not None:
-        from pyspark.sql import functions
-
-        frame = frame.where(functions.col("_metadata.file_path").isin(scan.file_paths))
-    if scan.partitions_from_folders:  # Spark puts the partition columns last
-        frame = frame.select(*[_column(name) for name in schema.names])
-    return frame
-
-
-def _column(name: str) -> Any:
-    """The column ``name`` of a DataFrame, quoted so that dots and backticks in it are its own."""
     from pyspark.sql import functions
 
-    return functions.col("`" + name.replace("`", "``") + "`")
+    frame = spark.read.schema(schema).options(**reader_options(state.schema), **scan.options).parquet(*scan.roots)
+    if scan.file_paths is not None:
+        frame = frame.where(functions.col("_metadata.file_path").isin(scan.file_paths))
+    if scan.partitions_from_folders:  # Spark puts the partition columns last
+        frame = frame.select(*[functions.col(quoted_column(name)) for name in schema.names])
+    return frame
 
 
 def server_location(spark: Any, location: str, s3_endpoint: str | None) -> str | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from sleeper_spark.models import DataType, TableSchema
+from sleeper_spark.models import TableSchema
 from sleeper_spark.spark.jvm import hadoop_location, native_entry
 
 if TYPE_CHECKING:
@@ -100,15 +100,7 @@ def native_root(table: Table, spark: Any, entry: Any, schema: TableSchema) -> st
 
 def native_types(schema: TableSchema) -> bool:
     """Whether Spark's Parquet reader reads every column (it refuses nanosecond timestamps)."""
-    return all(_native_type(f.type) for f in schema.fields)
-
-
-def _native_type(type_: DataType) -> bool:
-    if type_.name == "timestamp":
-        return type_.unit != "ns"
-    children = [f.type for f in (type_.fields or ())]
-    children += [f.type for f in (type_.element, type_.key, type_.value) if f is not None]
-    return all(_native_type(child) for child in children)
+    return not any(t.name == "timestamp" and t.unit == "ns" for f in schema.fields for t in f.type.nested())
 
 
 def files_for(table: Table, version: int) -> pa.Table:

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 from sleeper_spark.datafiles.paths import partition_dir
 from sleeper_spark.layout import DATA_DIR
-from sleeper_spark.models import DataType, TableSchema
+from sleeper_spark.models import TableSchema
+from sleeper_spark.storage import join_key
 
 # Past this many names the glob's alternation costs more per listed file than the path filter.
 MAX_GLOB_NAMES = 2_000
@@ -67,14 +68,8 @@ _UNSAFE_TO_FILTER = frozenset({"float32", "float64", "date", "timestamp"})
 
 def reader_options(schema: TableSchema) -> dict[str, str]:
     """Options every read of a table with this schema by Spark's ``parquet`` source needs."""
-    return dict(PARQUET_FILTERS_OFF) if any(_unsafe_to_filter(f.type) for f in schema.fields) else {}
-
-
-def _unsafe_to_filter(data_type: DataType) -> bool:
-    if data_type.name in _UNSAFE_TO_FILTER:
-        return True
-    nested = [*(data_type.fields or ()), *(f for f in (data_type.element, data_type.key, data_type.value) if f)]
-    return any(_unsafe_to_filter(f.type) for f in nested)
+    unsafe = any(t.name in _UNSAFE_TO_FILTER for f in schema.fields for t in f.type.nested())
+    return dict(PARQUET_FILTERS_OFF) if unsafe else {}
 
 
 @dataclass(frozen=True)
@@ -94,27 +89,23 @@ def parquet_scan(root: str, paths: Sequence[str], partitions: Mapping[str, Seque
     names it), whose partition values are ``partitions`` (a list per partition column, in the
     order of ``paths``) of the types ``partition_types`` (type names)."""
     if not paths or not all(path.startswith(DATA_DIR + "/") for path in paths):
-        return ParquetScan([_join(root, path) for path in paths])
+        return ParquetScan([join_key(root, path) for path in paths])
     roots = _outermost({path.rsplit("/", 1)[0] for path in paths})
     options: dict[str, str] = {}
     from_folders = _folders_name_partitions(paths, partitions, partition_types)
     if from_folders:
-        options["basePath"] = _join(root, DATA_DIR)
+        options["basePath"] = join_key(root, DATA_DIR)
     else:
         options["recursiveFileLookup"] = "true"
-    absolute_roots = [_join(root, folder) for folder in roots]
+    absolute_roots = [join_key(root, folder) for folder in roots]
     if _names_tell_files(paths):
         names = sorted({path.rsplit("/", 1)[1] for path in paths})
         return ParquetScan(absolute_roots, {**options, "pathGlobFilter": "{" + ",".join(names) + "}"},
                            partitions_from_folders=from_folders)
     uris = [_file_uri(root, path) for path in paths]
     if any(uri is None for uri in uris):
-        return ParquetScan([_join(root, path) for path in paths])
+        return ParquetScan([join_key(root, path) for path in paths])
     return ParquetScan(absolute_roots, options, [uri for uri in uris if uri is not None], from_folders)
-
-
-def _join(root: str, relative: str) -> str:
-    return root.rstrip("/") + "/" + relative
 
 
 def _outermost(folders: set[str]) -> list[str]:
@@ -167,7 +158,7 @@ def _folders_name_partitions(paths: Sequence[str], partitions: Mapping[str, Sequ
 
 def _file_uri(root: str, path: str) -> str | None:
     """``root/path`` as Spark's ``_metadata.file_path`` spells it, or None if unsure."""
-    scheme, sep, rest = _join(root, path).partition(":")
+    scheme, sep, rest = join_key(root, path).partition(":")
     if not sep or not rest.isascii():
         return None
     if rest.startswith("///"):  # an empty authority, which Hadoop's URI leaves out: file:///x is file:/x

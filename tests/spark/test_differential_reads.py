@@ -124,11 +124,8 @@ def check_spark_paths(spark: SparkSession, catalog: ss.Catalog, name: str, truth
 
 def no_jar_read(spark: SparkSession, table: ss.Table) -> Any:
     """The helper read a Spark Connect session whose server has no jar takes."""
-    spark.conf.set(READ_CONF, "parquet")
-    try:
+    with session_settings(spark, {READ_CONF: "parquet"}):
         return read_parquet(table, spark, None)
-    finally:
-        spark.conf.unset(READ_CONF)
 
 
 def test_every_read_path_returns_the_rows_the_filter_selects(spark: SparkSession, catalog: ss.Catalog) -> None:

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 import sleeper_spark as ss
 from sleeper_spark.spark.connect_read import READ_CONF, read_parquet, server_location
 from sleeper_spark.spark.jvm import NATIVE_CONF
-from sleeper_spark.spark.parquet_scan import ParquetScan, parquet_scan
+from sleeper_spark.spark.parquet_scan import PARQUET_FILTERS_OFF, ParquetScan, parquet_scan, reader_options
 
 AWKWARD = ["a/b", "x=y", "100%", "%2F", "..", "ünïcödé ✓", "", None, "with space", "__HIVE_DEFAULT_PARTITION__",
            "v" * 300, "plain"]
@@ -205,3 +205,16 @@ def test_nan_rows_and_dates_before_1900_are_not_lost_to_parquet_mr_s_filters(
     assert sorted(r.id for r in back.where("g > 1.5").collect()) == [1, 2, 3]
     assert sorted(r.id for r in back.where("d = DATE'1582-10-10'").collect()) == [0, 1]
     assert sorted(r.id for r in back.where("ts IN (TIMESTAMP'1582-10-10 12:00:00')").collect()) == [0, 1]
+
+
+def test_parquet_mr_s_filters_go_off_for_floats_dates_and_times_however_deeply_nested() -> None:
+    from sleeper_spark.models import TableSchema
+
+    def options(arrow_type: pa.DataType) -> dict[str, str]:
+        return reader_options(TableSchema.from_arrow(pa.schema([("id", pa.int64()), ("x", arrow_type)])))
+
+    assert options(pa.string()) == {}
+    assert options(pa.struct([("a", pa.int32())])) == {}
+    for unsafe in (pa.float32(), pa.date32(), pa.timestamp("us", "UTC"), pa.list_(pa.struct([("f", pa.float64())])),
+                   pa.map_(pa.string(), pa.timestamp("us"))):
+        assert options(unsafe) == PARQUET_FILTERS_OFF, unsafe
