@@ -18,6 +18,8 @@ state                     what and who                                   bound
 ``REGISTERED_SOURCES``    the sessions ``sleeper`` is registered with,    weak: gone with
                           and the session conf it was registered with     the session
                           (``spark/source.py``)
+``JAR_ENTRIES``           the jar's entry class, per SparkContext that    weak: gone with
+                          has the jar of this version (``spark/jvm.py``)  the context
 ``SAID_ONCE``             INFO lines said once per process                one per distinct
                           (``spark/jvm.py``, ``spark/scans.py``)           message
 ``SESSION_SETTINGS``      the session settings that overlapping native    one per setting
@@ -128,5 +130,6 @@ AWS_CLIENTS: ProcessCache[Hashable, Any] = ProcessCache(64, forget_after_fork=Tr
 CATALOGS: ProcessCache[Hashable, Any] = ProcessCache(16)
 REWRITE_STORES: ProcessCache[Hashable, Any] = ProcessCache(16, forget_after_fork=True)
 REGISTERED_SOURCES = SessionRegistry()
+JAR_ENTRIES = SessionRegistry()
 SAID_ONCE = OnceSet()
 SESSION_SETTINGS: dict[str, SharedSetting] = {"spark.sql.parquet.outputTimestampType": SharedSetting()}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleeper_spark.errors import ConfigError
-from sleeper_spark.process_state import SAID_ONCE
+from sleeper_spark.process_state import JAR_ENTRIES, SAID_ONCE
 from sleeper_spark.version import __version__
 
 if TYPE_CHECKING:
@@ -104,6 +104,14 @@ def jar_entry(spark: Any) -> Any | None:
     jvm = getattr(spark, "_jvm", None)
     if jvm is None:
         return None
+    # Found once, the class stays: a JVM does not unload it. About seven py4j round trips saved
+    # on each of the several lookups of a helper call; a miss is looked up again, since a jar
+    # added to the context later may bring it. Kept per SparkContext, not per session: the
+    # format bridge wraps each call's JVM session in a session object of its own.
+    context = spark.sparkContext
+    found = JAR_ENTRIES.get(context)
+    if found is not None:
+        return found
     try:
         entry = _load_class(spark, jvm)
     except Exception as error:  # py4j errors of any kind: the fallback always works
@@ -119,6 +127,8 @@ def jar_entry(spark: Any) -> Any | None:
         _tell("stale-jar", f"the sleeper_spark jar in this session is version {version}, the package is "
               f"{__version__}: using the Python data source; put ss.jar_path() on the classpath instead")
         return None
+    with JAR_ENTRIES.lock:
+        JAR_ENTRIES.set(context, entry)
     return entry
 
 

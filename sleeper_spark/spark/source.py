@@ -10,6 +10,7 @@ current conf as explicit options.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Mapping
@@ -167,6 +168,14 @@ def current_session_options(spark: Any) -> dict[str, str]:
 
 
 def _session_conf(spark: Any) -> Mapping[str, str]:
+    """The session conf, or where the session has the jar its ``spark.sleeper.*`` entries only (one
+    py4j call instead of a round trip per entry)."""
+    from sleeper_spark.spark.jvm import jar_entry
+
+    entry = jar_entry(spark)
+    if entry is not None:
+        settings: dict[str, str] = json.loads(str(entry.sessionConf(spark._jsparkSession)))
+        return settings
     conf = spark.conf.getAll
     return dict(conf() if callable(conf) else conf)
 

@@ -15,10 +15,11 @@ import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
-import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Null count, min and max of one column over the rows of one file, as the rows are written.
+ * Null count, min and max of one column over the rows of one file, as the rows are written, for
+ * the types {@link RowFacts} does not keep in arrays of its own: booleans, bytes, shorts,
+ * decimals, binary and nested columns.
  *
  * <p>The statistics mean what the Python writer's mean: min and max over the non-null values,
  * NaN left out of floats (so a column of NaN only has none), and a null count for every column,
@@ -56,10 +57,8 @@ abstract class ColumnFacts {
             return new Integral(Integral.Kind.INT);
         } else if (type instanceof LongType || type instanceof TimestampType || type instanceof TimestampNTZType) {
             return new Integral(Integral.Kind.LONG);
-        } else if (type instanceof FloatType || type instanceof DoubleType) {
-            return new Floating(type instanceof FloatType);
-        } else if (type instanceof StringType) {
-            return new Utf8();
+        } else if (type instanceof FloatType || type instanceof DoubleType || type instanceof StringType) {
+            throw new IllegalArgumentException(type + " columns are kept by RowFacts");
         } else if (type instanceof DecimalType decimal) {
             return new Decimals(decimal.precision(), decimal.scale());
         }
@@ -114,45 +113,6 @@ abstract class ColumnFacts {
         }
     }
 
-    /** Floats and doubles, NaN left out; a float is handed over as the double it is exactly. */
-    static final class Floating extends ColumnFacts {
-        private final boolean isFloat;
-        private boolean any;
-        private double low;
-        private double high;
-
-        Floating(boolean isFloat) {
-            this.isFloat = isFloat;
-        }
-
-        @Override
-        void value(InternalRow row, int ordinal) {
-            double v = isFloat ? row.getFloat(ordinal) : row.getDouble(ordinal);
-            if (Double.isNaN(v)) {
-                return;
-            }
-            if (!any) {
-                any = true;
-                low = v;
-                high = v;
-            } else if (v < low) {
-                low = v;
-            } else if (v > high) {
-                high = v;
-            }
-        }
-
-        @Override
-        String min() {
-            return any ? Double.toString(low) : null;
-        }
-
-        @Override
-        String max() {
-            return any ? Double.toString(high) : null;
-        }
-    }
-
     /** Values of a type with its own order, copied when kept (a row's value may be reused). */
     abstract static class Comparables<T> extends ColumnFacts {
         private T low;
@@ -191,34 +151,6 @@ abstract class ColumnFacts {
         @Override
         final String max() {
             return high == null ? null : text(high);
-        }
-    }
-
-    /** Strings, in UTF-8 byte order (which is code point order). */
-    static final class Utf8 extends Comparables<UTF8String> {
-        @Override
-        UTF8String read(InternalRow row, int ordinal) {
-            return row.getUTF8String(ordinal);
-        }
-
-        /**
-         * Byte order, as {@code compareTo} is too; but {@code compareTo} looks up an environment
-         * variable on every call (Spark refuses it in its own tests), which a per-row comparison
-         * cannot afford.
-         */
-        @Override
-        int compare(UTF8String a, UTF8String b) {
-            return a.binaryCompare(b);
-        }
-
-        @Override
-        UTF8String copy(UTF8String value) {
-            return value.clone(); // it may point into a buffer the next row reuses
-        }
-
-        @Override
-        String text(UTF8String value) {
-            return value.toString();
         }
     }
 
