@@ -9,7 +9,8 @@ data source (``format("sleeper")`` in a session switched off the jar) and by the
   and page filters), on the Python data source, and as a Connect session without the jar reads
   (Spark's ``parquet`` source over the version's folders, see
   :mod:`sleeper_spark.spark.parquet_scan`), ``spark.read.format("sleeper")`` on Spark's reader,
-  and the SQL catalog's table (Spark's V2 Parquet scan over the same index); each against
+  and the SQL catalog's table (Spark's file source scan over the same index, and Spark's V2
+  Parquet scan over it, as a session without the extension reads); each against
   Spark's own answer over the raw rows (an in-memory DataFrame: no file, no statistic, no pruning);
 - ``t.scan(filter=...)`` against pyarrow's answer over the raw rows;
 - ``t.delete_where`` followed by a scan, and by the no-jar read (the rewritten files stay on disk
@@ -43,6 +44,8 @@ from tests.fixtures.random_tables import Filter, RandomTable, random_filter, ran
 from tests.reliability.budget import LONG_RUN
 
 pytestmark = pytest.mark.spark
+
+FILE_SOURCE_SCAN_CONF = "spark.sleeper_spark.catalog.fileSourceScan"  # CatalogReadRule.CONF in the jar
 
 # Each table costs about a minute on 2 cores: two by default, four in a long run (SLEEPER_LONG_RUN=1).
 TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_TABLES", "4" if LONG_RUN else "2"))
@@ -103,20 +106,20 @@ def arrow_ids(rows: pa.Table) -> list[int]:
 def check_spark_paths(spark: SparkSession, catalog: ss.Catalog, name: str, truth: Any, where: Filter,
                       seed: int) -> None:
     expected = spark_ids(truth.where(where.spark()))
-    for path in ("native", "python", "no jar", "format", "sql"):
-        spark.conf.set(NATIVE_CONF, "false" if path == "python" else "true")
-        try:
+    for path in ("native", "python", "no jar", "format", "sql", "sql v2"):
+        settings = {NATIVE_CONF: "false" if path == "python" else "true"}
+        if path == "sql v2":  # the catalog's tables on Spark's V2 Parquet scan, as without the extension
+            settings[FILE_SOURCE_SCAN_CONF] = "false"
+        with session_settings(spark, settings):
             if path == "no jar":
                 loaded = no_jar_read(spark, catalog.table(name))
             elif path == "format":
                 loaded = spark.read.format("sleeper").options(**catalog.options()).load(name)
-            elif path == "sql":
+            elif path.startswith("sql"):
                 loaded = sql_table(spark, catalog, name)
             else:
                 loaded = catalog.read(spark, name)
             got = spark_ids(loaded.where(where.spark()))
-        finally:
-            spark.conf.unset(NATIVE_CONF)
         assert got == expected, (f"seed {seed}, {path} read, filter {where}: {len(got)} rows, expected "
                                  f"{len(expected)}; missing {sorted(set(expected) - set(got))[:10]}, "
                                  f"extra {sorted(set(got) - set(expected))[:10]}")

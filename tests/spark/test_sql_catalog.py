@@ -82,11 +82,56 @@ def test_a_select_is_sparks_parquet_scan_pruned_by_partition(spark: SparkSession
     query = spark.sql("SELECT sum(amount) AS total FROM lake.sales.orders WHERE day = '2024-01-02'")
     plan = query._jdf.queryExecution().executedPlan().toString()
 
-    # Then Spark's own Parquet scan reads the table's file index, the filter is a partition filter,
-    # and the answer is that partition's
-    assert "ParquetScan" in plan and "CatalogFileIndex" in plan
+    # Then Spark's own file source scan reads the table's file index (as format("sleeper") does),
+    # the filter is a partition filter, and the answer is that partition's
+    assert "FileScan parquet" in plan and "SleeperFileIndex" in plan
     assert "PartitionFilters: [isnotnull(day" in plan
     assert query.collect()[0]["total"] == 2.5
+
+    # And with the file source scan switched off, Spark's V2 Parquet scan prunes the same way
+    spark.conf.set("spark.sleeper_spark.catalog.fileSourceScan", "false")
+    try:
+        query = spark.sql("SELECT sum(amount) AS total FROM lake.sales.orders WHERE day = '2024-01-02'")
+        plan = query._jdf.queryExecution().executedPlan().toString()
+        assert "ParquetScan" in plan and "CatalogFileIndex" in plan
+        assert "PartitionFilters: [isnotnull(day" in plan
+        assert query.collect()[0]["total"] == 2.5
+    finally:
+        spark.conf.unset("spark.sleeper_spark.catalog.fileSourceScan")
+
+
+def test_a_dataframe_over_a_table_reads_the_version_current_at_each_action(spark: SparkSession,
+                                                                           lake: ss.Catalog) -> None:
+    # Given a DataFrame over a table with one row
+    spark.sql(ORDERS)
+    spark.sql("INSERT INTO lake.sales.orders VALUES (1, '2024-01-01', 1.5)")
+    orders = spark.table("lake.sales.orders")
+    assert orders.count() == 1
+
+    # When a row is inserted after the DataFrame was made
+    spark.sql("INSERT INTO lake.sales.orders VALUES (2, '2024-01-02', 2.5)")
+
+    # Then the DataFrame's next action reads the new version
+    assert sorted(r["id"] for r in orders.collect()) == [1, 2]
+
+
+def test_a_cached_table_is_refreshed_by_a_write_to_it(spark: SparkSession, lake: ss.Catalog) -> None:
+    # Given a table whose read Spark has cached
+    spark.sql(ORDERS)
+    spark.sql("INSERT INTO lake.sales.orders VALUES (1, '2024-01-01', 1.5)")
+    spark.sql("CACHE TABLE lake.sales.orders")
+    try:
+        assert spark.table("lake.sales.orders").count() == 1
+
+        # When a row is inserted through the catalog
+        spark.sql("INSERT INTO lake.sales.orders VALUES (2, '2024-01-02', 2.5)")
+
+        # Then the cached read holds it, and queries use the cache
+        query = spark.sql("SELECT id FROM lake.sales.orders")
+        assert "InMemoryRelation" in query._jdf.queryExecution().executedPlan().toString()
+        assert sorted(r["id"] for r in query.collect()) == [1, 2]
+    finally:
+        spark.sql("UNCACHE TABLE IF EXISTS lake.sales.orders")
 
 
 def test_time_travel_by_version_and_by_option(spark: SparkSession, lake: ss.Catalog) -> None:

@@ -3,6 +3,7 @@ package sleeper.spark;
 import org.apache.spark.sql.SparkSessionExtensions;
 import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
+import sleeper.spark.catalog.CatalogReadRule;
 import sleeper.spark.catalog.DynamicOverwriteRule;
 import sleeper.spark.catalog.MergeSchemaRule;
 import sleeper.spark.catalog.RowChangeRule;
@@ -15,7 +16,8 @@ import sleeper.spark.catalog.RowChangeRule;
  * resolved it, to the same copy-on-write builders as {@code t.merge}, {@code t.update} and
  * {@code t.delete_where}, so SQL and Python change rows one way (see {@link RowChangeRule}); and
  * dynamic partition overwrites, which Spark would otherwise refuse (see {@link DynamicOverwriteRule}); and
- * the write option {@code mergeSchema} on {@code writeTo} (see {@link MergeSchemaRule}).
+ * the write option {@code mergeSchema} on {@code writeTo} (see {@link MergeSchemaRule}); and reads
+ * on Spark's file source scan, as {@code format("sleeper")}'s (see {@link CatalogReadRule}).
  */
 public final class SleeperExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
     @Override
@@ -36,6 +38,12 @@ public final class SleeperExtensions extends AbstractFunction1<SparkSessionExten
             @Override
             public MergeSchemaRule apply(org.apache.spark.sql.SparkSession session) {
                 return new MergeSchemaRule(session);
+            }
+        });
+        extensions.injectOptimizerRule(new AbstractFunction1<>() {
+            @Override
+            public CatalogReadRule apply(org.apache.spark.sql.SparkSession session) {
+                return new CatalogReadRule(session);
             }
         });
         return BoxedUnit.UNIT;

@@ -6,6 +6,8 @@ import java.util.Map;
 import java.util.Set;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.CatalogV2Util;
 import org.apache.spark.sql.connector.catalog.Column;
@@ -20,9 +22,14 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import scala.Option;
+import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 import sleeper.spark.DriverSide;
 import sleeper.spark.SleeperSource;
@@ -124,11 +131,7 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
         SparkSession spark = SparkSession.active();
-        Map<String, String> read = tableOptions();
-        read.putAll(options.asCaseSensitiveMap());
-        if (pinnedVersion != null) {
-            read.put("versionAsOf", pinnedVersion);
-        }
+        Map<String, String> read = readOptions(options);
         if (!nativeRead) {
             // The same fallback as format("sleeper"): the Python data source reads the version.
             Table python = new SleeperSource().getTable(schema, partitioning(), read);
@@ -139,6 +142,40 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
         scanOptions.putAll(options.asCaseSensitiveMap());
         return new SleeperScanBuilder(spark.sqlContext().sparkSession(), new CatalogFileIndex(spark, relation.location()),
                 relation.schema(), relation.dataSchema(), new CaseInsensitiveStringMap(scanOptions));
+    }
+
+    /**
+     * {@code relation}'s read as {@code format("sleeper")} gives it to Spark (see {@link CatalogReadRule}),
+     * its columns those of {@code relation}; null where the V2 scan must read it instead.
+     */
+    LogicalPlan fileSourceRead(DataSourceV2Relation relation) {
+        if (!nativeRead) {
+            return null;
+        }
+        SparkSession spark = SparkSession.active();
+        HadoopFsRelation files = DriverSide.handOver(spark, readOptions(relation.options()),
+                "a read of a SQL catalog's table");
+        Seq<AttributeReference> output = relation.output();
+        StructField[] fields = files.schema().fields();
+        if (fields.length != output.size()) {
+            return null;
+        }
+        for (int i = 0; i < fields.length; i++) {
+            AttributeReference column = output.apply(i);
+            if (!column.name().equals(fields[i].name()) || !column.dataType().equals(fields[i].dataType())) {
+                return null; // the table changed since the query was analyzed
+            }
+        }
+        return new LogicalRelation(files, output, Option.empty(), false, Option.empty());
+    }
+
+    private Map<String, String> readOptions(CaseInsensitiveStringMap options) {
+        Map<String, String> read = tableOptions();
+        read.putAll(options.asCaseSensitiveMap());
+        if (pinnedVersion != null) {
+            read.put("versionAsOf", pinnedVersion);
+        }
+        return read;
     }
 
     @Override
