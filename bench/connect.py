@@ -75,7 +75,7 @@ def run(report: Report, quick: bool) -> None:
     from pyspark.sql import SparkSession
 
     rows, files = (20_000, 8) if quick else (2_000_000, 128)
-    repeat = 1 if quick else 3
+    repeat = 1 if quick else 5
     work = Path(tempfile.mkdtemp(prefix="bench-connect-"))
     try:
         catalog = ss.Catalog.local(str(work / "wh"))
