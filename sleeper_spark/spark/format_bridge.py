@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -48,6 +49,7 @@ _PARTITION_COLUMNS = "__partition_columns"
 CATALOG_WRITE = "__sleeper_catalog_write"
 # Set by the SQL catalog's staged tables (StagedSleeperTable): the definition of a table to make or replace.
 _STAGE = "__sleeper_stage"
+_KNOWN_SESSIONS = 64
 _SAVE_MODES = {"Append": "append", "Overwrite": "overwrite", "ErrorIfExists": "errorifexists", "Ignore": "ignore"}
 
 
@@ -67,6 +69,10 @@ class FormatBridge:
 
     def __init__(self, context: Any) -> None:
         self._context = context
+        # The Python sessions over the JVM sessions that called, by the JVM session's hash: a new
+        # pyspark SparkSession costs about 2 ms of py4j calls, and a query calls two or three times.
+        self._sessions: dict[int, Any] = {}
+        self._sessions_lock = threading.Lock()
 
     def route(self, jsession: Any, options: str, session_conf: str) -> str:
         return _answer(lambda: _route(self._session(jsession), _options(options, session_conf)))
@@ -146,7 +152,18 @@ class FormatBridge:
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
-        return SparkSession(SparkContext._active_spark_context or self._context, jsession)
+        context = SparkContext._active_spark_context or self._context
+        key = int(jsession.hashCode())
+        with self._sessions_lock:
+            known = self._sessions.get(key)
+        if known is not None and known.sparkContext is context and known._jsparkSession.equals(jsession):
+            return known
+        session = SparkSession(context, jsession)
+        with self._sessions_lock:
+            if len(self._sessions) >= _KNOWN_SESSIONS:
+                self._sessions.clear()  # sessions come and go with Connect clients: start again
+            self._sessions[key] = session
+        return session
 
     class Java:
         implements = [BRIDGE_INTERFACE]
