@@ -38,7 +38,7 @@ def run(report: Report, quick: bool) -> None:
         for key, value in catalog_conf("lake", catalog).items():
             spark.conf.set(key, value)
         catalog.write(df, "t", partition_by=["part"])
-        _reads(report, spark, catalog, rows, files_per_partition, repeat)
+        _reads(report, spark, catalog, rows, files_per_partition, 1 if quick else 5)  # short rows: more runs
         _writes(report, spark, catalog, df, repeat)
         merge_rows, merge_files = (40_000, 40) if quick else (2_000_000, 2_000)
         _merge(report, spark, catalog, merge_rows, merge_files, repeat)

@@ -4,6 +4,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DateType;
@@ -30,7 +32,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * these loops read in place: through {@link InternalRow}'s getters, and with a {@link UTF8String}
  * made and compared per string value, the same work took three and a half times as long (87
  * against 24 ns a row of 22 numeric and string columns; Spark's write of such rows costs about 2,300
- * ns of CPU a row). Rows of other kinds take the getters.
+ * ns of CPU a row). A row of another kind is copied into an {@link UnsafeRow} first.
  *
  * <p>Bounds start beyond every value (a long's at the ends of its range, a double's at the
  * infinities): a column has a min and max once its low is at most its high. The comparisons are
@@ -68,8 +70,11 @@ final class RowFacts {
     private final byte[][] stringHigh;
     private final int[] others;
     private final ColumnFacts[] otherFacts;
+    private final StructType schema;
+    private UnsafeProjection toUnsafe; // made for the first row that is not an UnsafeRow
 
     RowFacts(StructType schema) {
+        this.schema = schema;
         int count = schema.fields().length;
         kind = new byte[count];
         slot = new int[count];
@@ -129,14 +134,18 @@ final class RowFacts {
 
     /** Takes every value of {@code row} into account. */
     void update(InternalRow row) {
-        if (row instanceof UnsafeRow unsafe) {
-            updateInPlace(unsafe);
-        } else {
-            updateThroughGetters(row);
-        }
+        updateInPlace(row instanceof UnsafeRow unsafe ? unsafe : unsafe(row));
         for (int k = 0; k < others.length; k++) {
             otherFacts[k].update(row, others[k]);
         }
+    }
+
+    /** {@code row} as an {@link UnsafeRow}: Spark's writers are handed those, other rows are copied. */
+    private UnsafeRow unsafe(InternalRow row) {
+        if (toUnsafe == null) {
+            toUnsafe = UnsafeProjection$.MODULE$.create(schema);
+        }
+        return toUnsafe.apply(row);
     }
 
     /** As {@link UnsafeRow}'s getters read: a null bit per field, then an 8-byte slot per field. */
@@ -147,10 +156,10 @@ final class RowFacts {
         // Most rows have no null: their loops then test no null bit (a third of the loops' time).
         boolean anyNull = row.anyNull();
         // One small method per kind: each compiles to a tight loop of its own.
-        longsInPlace(longs, longLow, longHigh, nulls, anyNull, base, offset, values);
-        intsInPlace(ints, intLow, intHigh, nulls, anyNull, base, offset, values);
-        doublesInPlace(doubles, doubleLow, doubleHigh, nulls, anyNull, base, offset, values);
-        floatsInPlace(floats, floatLow, floatHigh, nulls, anyNull, base, offset, values);
+        integersInPlace(longs, false, longLow, longHigh, nulls, anyNull, base, offset, values);
+        integersInPlace(ints, true, intLow, intHigh, nulls, anyNull, base, offset, values);
+        floatingInPlace(doubles, false, doubleLow, doubleHigh, nulls, anyNull, base, offset, values);
+        floatingInPlace(floats, true, floatLow, floatHigh, nulls, anyNull, base, offset, values);
         for (int k = 0; k < strings.length; k++) {
             int i = strings[k];
             if (anyNull && BitSetMethods.isSet(base, offset, i)) {
@@ -163,126 +172,38 @@ final class RowFacts {
         }
     }
 
-    private static void longsInPlace(int[] columns, long[] low, long[] high, long[] nulls,
-                                     boolean anyNull, Object base, long offset, long values) {
+    /** Longs and timestamps, or ({@code ints}) ints and dates, which fill the first 4 bytes of their slot. */
+    private static void integersInPlace(int[] columns, boolean ints, long[] low, long[] high, long[] nulls,
+                                        boolean anyNull, Object base, long offset, long values) {
         for (int k = 0; k < columns.length; k++) {
             int i = columns[k];
             if (anyNull && BitSetMethods.isSet(base, offset, i)) {
                 nulls[i]++;
             } else {
-                long v = Platform.getLong(base, values + 8L * i);
+                long at = values + 8L * i;
+                long v = ints ? Platform.getInt(base, at) : Platform.getLong(base, at);
                 low[k] = Math.min(low[k], v);
                 high[k] = Math.max(high[k], v);
             }
         }
     }
 
-    private static void intsInPlace(int[] columns, long[] low, long[] high, long[] nulls,
-                                    boolean anyNull, Object base, long offset, long values) {
+    /** Doubles, or ({@code floats}) floats, which fill the first 4 bytes of their slot. */
+    private static void floatingInPlace(int[] columns, boolean floats, double[] low, double[] high, long[] nulls,
+                                        boolean anyNull, Object base, long offset, long values) {
         for (int k = 0; k < columns.length; k++) {
             int i = columns[k];
             if (anyNull && BitSetMethods.isSet(base, offset, i)) {
                 nulls[i]++;
             } else {
-                long v = Platform.getInt(base, values + 8L * i);
-                low[k] = Math.min(low[k], v);
-                high[k] = Math.max(high[k], v);
-            }
-        }
-    }
-
-    private static void doublesInPlace(int[] columns, double[] low, double[] high, long[] nulls,
-                                       boolean anyNull, Object base, long offset, long values) {
-        for (int k = 0; k < columns.length; k++) {
-            int i = columns[k];
-            if (anyNull && BitSetMethods.isSet(base, offset, i)) {
-                nulls[i]++;
-            } else {
-                double v = Platform.getDouble(base, values + 8L * i);
+                long at = values + 8L * i;
+                double v = floats ? Platform.getFloat(base, at) : Platform.getDouble(base, at);
                 if (v < low[k]) {
                     low[k] = v;
                 }
                 if (v > high[k]) {
                     high[k] = v;
                 }
-            }
-        }
-    }
-
-    private static void floatsInPlace(int[] columns, double[] low, double[] high, long[] nulls,
-                                      boolean anyNull, Object base, long offset, long values) {
-        for (int k = 0; k < columns.length; k++) {
-            int i = columns[k];
-            if (anyNull && BitSetMethods.isSet(base, offset, i)) {
-                nulls[i]++;
-            } else {
-                double v = Platform.getFloat(base, values + 8L * i);
-                if (v < low[k]) {
-                    low[k] = v;
-                }
-                if (v > high[k]) {
-                    high[k] = v;
-                }
-            }
-        }
-    }
-
-    private void updateThroughGetters(InternalRow row) {
-        for (int k = 0; k < longs.length; k++) {
-            int i = longs[k];
-            if (row.isNullAt(i)) {
-                nulls[i]++;
-            } else {
-                long v = row.getLong(i);
-                longLow[k] = Math.min(longLow[k], v);
-                longHigh[k] = Math.max(longHigh[k], v);
-            }
-        }
-        for (int k = 0; k < ints.length; k++) {
-            int i = ints[k];
-            if (row.isNullAt(i)) {
-                nulls[i]++;
-            } else {
-                long v = row.getInt(i);
-                intLow[k] = Math.min(intLow[k], v);
-                intHigh[k] = Math.max(intHigh[k], v);
-            }
-        }
-        for (int k = 0; k < doubles.length; k++) {
-            int i = doubles[k];
-            if (row.isNullAt(i)) {
-                nulls[i]++;
-            } else {
-                double v = row.getDouble(i);
-                if (v < doubleLow[k]) {
-                    doubleLow[k] = v;
-                }
-                if (v > doubleHigh[k]) {
-                    doubleHigh[k] = v;
-                }
-            }
-        }
-        for (int k = 0; k < floats.length; k++) {
-            int i = floats[k];
-            if (row.isNullAt(i)) {
-                nulls[i]++;
-            } else {
-                double v = row.getFloat(i);
-                if (v < floatLow[k]) {
-                    floatLow[k] = v;
-                }
-                if (v > floatHigh[k]) {
-                    floatHigh[k] = v;
-                }
-            }
-        }
-        for (int k = 0; k < strings.length; k++) {
-            int i = strings[k];
-            if (row.isNullAt(i)) {
-                nulls[i]++;
-            } else {
-                UTF8String v = row.getUTF8String(i);
-                string(k, v.getBaseObject(), v.getBaseOffset(), v.numBytes());
             }
         }
     }
