@@ -49,7 +49,7 @@ _PARTITION_COLUMNS = "__partition_columns"
 CATALOG_WRITE = "__sleeper_catalog_write"
 # Set by the SQL catalog's staged tables (StagedSleeperTable): the definition of a table to make or replace.
 _STAGE = "__sleeper_stage"
-_KNOWN_SESSIONS = 64
+_KNOWN_SESSIONS = 8
 _SAVE_MODES = {"Append": "append", "Overwrite": "overwrite", "ErrorIfExists": "errorifexists", "Ignore": "ignore"}
 
 
@@ -71,6 +71,7 @@ class FormatBridge:
         self._context = context
         # The Python sessions over the JVM sessions that called, by the JVM session's hash: a new
         # pyspark SparkSession costs about 2 ms of py4j calls, and a query calls two or three times.
+        # Few are kept: each keeps its JVM session from being collected after its client has gone.
         self._sessions: dict[int, Any] = {}
         self._sessions_lock = threading.Lock()
 

@@ -53,11 +53,9 @@ abstract class ColumnFacts {
             return new Integral(Integral.Kind.BYTE);
         } else if (type instanceof ShortType) {
             return new Integral(Integral.Kind.SHORT);
-        } else if (type instanceof IntegerType || type instanceof DateType) {
-            return new Integral(Integral.Kind.INT);
-        } else if (type instanceof LongType || type instanceof TimestampType || type instanceof TimestampNTZType) {
-            return new Integral(Integral.Kind.LONG);
-        } else if (type instanceof FloatType || type instanceof DoubleType || type instanceof StringType) {
+        } else if (type instanceof IntegerType || type instanceof DateType || type instanceof LongType
+                || type instanceof TimestampType || type instanceof TimestampNTZType || type instanceof FloatType
+                || type instanceof DoubleType || type instanceof StringType) {
             throw new IllegalArgumentException(type + " columns are kept by RowFacts");
         } else if (type instanceof DecimalType decimal) {
             return new Decimals(decimal.precision(), decimal.scale());
@@ -65,9 +63,9 @@ abstract class ColumnFacts {
         return new NullsOnly();
     }
 
-    /** Booleans, integers, dates and timestamps, compared as longs. */
+    /** Booleans, bytes and shorts, compared as longs. */
     static final class Integral extends ColumnFacts {
-        enum Kind { BOOLEAN, BYTE, SHORT, INT, LONG }
+        enum Kind { BOOLEAN, BYTE, SHORT }
 
         private final Kind kind;
         private boolean any;
@@ -84,8 +82,6 @@ abstract class ColumnFacts {
                 case BOOLEAN -> row.getBoolean(ordinal) ? 1 : 0;
                 case BYTE -> row.getByte(ordinal);
                 case SHORT -> row.getShort(ordinal);
-                case INT -> row.getInt(ordinal);
-                case LONG -> row.getLong(ordinal);
             };
             if (!any) {
                 any = true;

@@ -22,8 +22,8 @@ import org.apache.spark.unsafe.bitset.BitSetMethods;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Null count, min and max of every column of one file, as its rows are written: what
- * {@link ColumnFacts} keeps for a column, with the columns of the common types (longs and
+ * Null count, min and max of every column of one file, as its rows are written, meaning what
+ * {@link ColumnFacts} says they mean, with the columns of the common types (longs and
  * timestamps, ints and dates, doubles, floats, strings) kept in arrays by type and updated in one
  * loop per type. Other types (decimals, booleans, nested columns) go through {@link ColumnFacts}.
  *
@@ -35,9 +35,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * ns of CPU a row). A row of another kind is copied into an {@link UnsafeRow} first.
  *
  * <p>Bounds start beyond every value (a long's at the ends of its range, a double's at the
- * infinities): a column has a min and max once its low is at most its high. The comparisons are
- * {@link ColumnFacts}'s ({@code <} and {@code >}), so NaN never becomes a bound and the first of
- * equal values (0.0 and -0.0) stays one. Strings compare by their UTF-8 bytes, unsigned, which is
+ * infinities): a column has a min and max once its low is at most its high. A value replaces a
+ * bound only if it is strictly beyond it ({@code <}, {@code >}), so NaN never becomes a bound and
+ * the first of equal values (0.0 and -0.0) stays one. Strings compare by their UTF-8 bytes, unsigned, which is
  * code point order, as {@link UTF8String#binaryCompare} does.
  */
 final class RowFacts {
