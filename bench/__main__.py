@@ -1,7 +1,11 @@
 """Runs every benchmark and prints ratio tables; writes them to docs/benchmarks.md.
 
     python -m bench            # full sizes (under 20 minutes on 2 cores)
+    python -m bench --only X   # the benchmarks whose module name contains X: only their sections change
     python -m bench --quick    # tiny sizes: a smoke run, numbers mean nothing
+
+Each benchmark's section of the file is updated in place: its table is replaced and its date line
+set, while the notes written under the table and every other section stay as they are.
 """
 
 from __future__ import annotations
@@ -66,22 +70,55 @@ def main() -> int:
 
     output = args.output or (None if args.quick else "docs/benchmarks.md")
     if output:
-        write_markdown(Path(output), reports)
-        print(f"\nwrote {output}")
+        write_markdown(Path(output), reports, full=not args.only)
+        print(f"\nwrote {output}" + (f" (the sections of {', '.join(r.title for r in reports)})" if args.only else ""))
     return 1 if failed else 0
 
 
-def write_markdown(path: Path, reports: list[Report]) -> None:
+def write_markdown(path: Path, reports: list[Report], full: bool = True) -> None:
+    """Puts each report's table into its section of ``path`` (a section is added where missing);
+    ``full``: every benchmark ran, so the file's header line names this run too."""
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    header = (
-        "# Benchmarks\n\n"
-        f"Latest run: {now}; machine: {machine_summary()}; pyarrow {pyarrow.__version__}; "
-        f"{platform.system()} {platform.release()}.\n\n"
-        "Produced by `python -m bench` (see README). Each ratio compares ours with its baseline, measured "
-        "side by side in the same run; times are the best of the runs with the median in brackets.\n\n"
-    )
+    machine = f"machine: {machine_summary()}; pyarrow {pyarrow.__version__}; {platform.system()} {platform.release()}"
+    lines = path.read_text().split("\n") if path.exists() else []
+    if not lines or lines == [""]:
+        lines = ["# Benchmarks", "", f"{_FULL_RUN}{now}; {machine}.", "",
+                 "Produced by `python -m bench` (see README). Each ratio compares ours with its baseline, measured "
+                 "side by side in the same run; times are the best of the runs with the median in brackets.", ""]
+    elif full:
+        lines = [f"{_FULL_RUN}{now}; {machine}." if line.startswith(_FULL_RUN) else line for line in lines]
+    for report in reports:
+        lines = _with_section(lines, report, f"{_SECTION_RUN}{now}; {machine}.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(header + "\n".join(r.markdown() for r in reports))
+    path.write_text("\n".join(lines))
+
+
+_FULL_RUN = "Latest full run: "
+_SECTION_RUN = "Latest run of this section: "
+
+
+def _with_section(lines: list[str], report: Report, stamp: str) -> list[str]:
+    """``lines`` with ``report``'s section: its date line and table replaced, its notes kept."""
+    heading = f"### {report.title}"
+    if heading not in lines:
+        while lines and lines[-1] == "":
+            lines = lines[:-1]
+        return [*lines, "", heading, "", stamp, "", *report.table(), ""]
+    start = lines.index(heading) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith(("### ", "## "))), len(lines))
+    body = [line for line in lines[start:end] if not line.startswith(_SECTION_RUN)]
+    while body and body[0] == "":
+        body = body[1:]
+    first = next((i for i, line in enumerate(body) if line.startswith("| benchmark |")), None)
+    if first is None:
+        body = [*report.table(), "", *body]
+    else:
+        last = first
+        while last < len(body) and body[last].startswith("|"):
+            last += 1
+        body = [*body[:first], *report.table(), *body[last:]]
+    return [*lines[:start], "", stamp, "", *body, *([""] if end < len(lines) and body[-1:] != [""] else []),
+            *lines[end:]]
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import sleeper_spark as ss
 from bench.commits import describe, latencies, staged_file
 from bench.common import Report, Row, measure, percentile, seconds
 from bench.open_table import fill_log
-from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.storage.aws import make_client
 from tests.fixtures.servers import TEST_CREDENTIALS, start_dynamodb_local, start_seaweedfs
 

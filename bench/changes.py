@@ -33,7 +33,7 @@ import sleeper_spark as ss
 from bench.common import Measurement, Report, Row, measure, measure_pair, seconds
 from bench.merge import _columns as merge_columns
 from bench.spark_io import COLUMNS, session
-from sleeper_spark.spark.jvm import catalog_conf
+from sleeper_spark.spark.common.jvm import catalog_conf
 from sleeper_spark.table.changes import plan_changes
 
 UPDATED_KEYS = 10

@@ -76,14 +76,17 @@ class Report:
               f"{_verdict(row.met)} {row.note}", flush=True)
 
     def markdown(self) -> str:
-        lines = [f"### {self.title}", "", "| benchmark | ours | baseline | ratio | target | met |",
-                 "| --- | --- | --- | --- | --- | --- |"]
+        return "\n".join([f"### {self.title}", "", *self.table()]) + "\n"
+
+    def table(self) -> list[str]:
+        """The report's rows as the lines of a Markdown table."""
+        lines = ["| benchmark | ours | baseline | ratio | target | met |", "| --- | --- | --- | --- | --- | --- |"]
         for row in self.rows:
             ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x"
             note = f" ({row.note})" if row.note else ""
             lines.append(f"| {row.benchmark} | {row.ours} | {row.baseline} | {ratio} | {row.target} | "
                          f"{_verdict(row.met)}{note} |")
-        return "\n".join(lines) + "\n"
+        return lines
 
 
 def _verdict(met: bool | None) -> str:

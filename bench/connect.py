@@ -50,8 +50,8 @@ import pyarrow as pa
 
 import sleeper_spark as ss
 from bench.common import Report, Row, measure_pair, seconds
-from sleeper_spark.spark.connect_read import READ_CONF
-from sleeper_spark.spark.jvm import EXTENSIONS_CLASS, catalog_conf
+from sleeper_spark.spark.common.jvm import EXTENSIONS_CLASS, catalog_conf
+from sleeper_spark.spark.connect.connect_read import READ_CONF
 
 PARTITIONS = 8
 COLUMNS = 20  # c0 .. c19, besides id and part: 22 in all

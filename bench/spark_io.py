@@ -198,8 +198,8 @@ def _hand_over(report: Report, spark: Any, count: int) -> None:
     from pyspark.sql import DataFrame
 
     from sleeper_spark.models import TableSchema
-    from sleeper_spark.spark import native_read
-    from sleeper_spark.spark.jvm import native_entry
+    from sleeper_spark.spark.common.jvm import native_entry
+    from sleeper_spark.spark.native import native_read
 
     entry = native_entry(spark)
     fields = [pa.field("part", pa.string()), *[pa.field(f"c{i}", pa.int64()) for i in range(21)]]
@@ -245,8 +245,8 @@ def _commit_after_job(report: Report, spark: Any, work: Path, count: int) -> Non
     bench's 22 columns), put into a real accumulator; no data file is needed or read."""
     import json
 
-    from sleeper_spark.spark.jvm import native_entry
-    from sleeper_spark.spark.native_write import commit_append, described_files, take_facts
+    from sleeper_spark.spark.common.jvm import native_entry
+    from sleeper_spark.spark.native.native_write import commit_append, described_files, take_facts
     from sleeper_spark.state.file_columns import FileLayout
     from sleeper_spark.table.writes import new_write_id
 

@@ -23,7 +23,7 @@ import sleeper_spark as ss
 from bench.common import Report, Row, measure_pair, seconds
 from bench.merge import _columns as merge_columns
 from bench.spark_io import COLUMNS, session, source
-from sleeper_spark.spark.jvm import catalog_conf
+from sleeper_spark.spark.common.jvm import catalog_conf
 
 
 def run(report: Report, quick: bool) -> None:

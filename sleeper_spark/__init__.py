@@ -35,7 +35,7 @@ from sleeper_spark.errors import (
 )
 from sleeper_spark.models import ColumnStats, FileRef, Snapshot, SnapshotMember, VacuumReport, VerifyReport
 from sleeper_spark.spark import register, sleeper_error  # importing it registers the Spark bridge
-from sleeper_spark.spark.jvm import catalog_conf, configure_spark, jar_path
+from sleeper_spark.spark.common.jvm import catalog_conf, configure_spark, jar_path
 from sleeper_spark.table import Catalog, Table
 from sleeper_spark.version import __version__
 

@@ -8,23 +8,27 @@ process after ``fork`` where it holds clients that must not cross it:
 ========================  =============================================  =====================
 state                     what and who                                   bound
 ========================  =============================================  =====================
-``AWS_CLIENTS``           boto3 clients (``storage/aws.py``), per         64, LRU; forgotten
-                          service, endpoint, region and retry mode        after fork
-``CATALOGS``              catalogs the ``sleeper`` source and the         16, LRU
+``AWS_CLIENTS``           boto3 clients (``storage/aws.py``), per        64, LRU; forgotten
+                          service, endpoint, region and retry mode       after fork
+``CATALOGS``              catalogs the ``sleeper`` source and the        16, LRU
                           streaming sink open in Spark's Python workers
-                          (``spark/options.py``), per catalog config
-``REWRITE_STORES``        stores of compaction and delete tasks in        16, LRU; forgotten
-                          Spark's Python workers (``maintenance/``)       after fork
-``REGISTERED_SOURCES``    the sessions ``sleeper`` is registered with,    weak: gone with
-                          and the session conf it was registered with     the session
-                          (``spark/source.py``)
-``JAR_ENTRIES``           the jar's entry class, per SparkContext that    weak: gone with
-                          has the jar of this version (``spark/jvm.py``)  the context
-``SAID_ONCE``             INFO lines said once per process                one per distinct
-                          (``spark/jvm.py``, ``spark/scans.py``)           message
-``SESSION_SETTINGS``      the session settings that overlapping native    one per setting
+                          (``spark/common/options.py``), per catalog
+                          config
+``REWRITE_STORES``        stores of compaction and delete tasks in       16, LRU; forgotten
+                          Spark's Python workers (``maintenance/``)      after fork
+``REGISTERED_SOURCES``    the sessions ``sleeper`` is registered with,   weak: gone with
+                          and the session conf it was registered with    the session
+                          (``spark/bridge/datasource.py``; read by
+                          ``spark/common/session.py``)
+``JAR_ENTRIES``           the jar's entry class, per SparkContext that   weak: gone with
+                          has the jar of this version                    the context
+                          (``spark/common/jvm.py``)
+``SAID_ONCE``             INFO lines said once per process               one per distinct
+                          (``spark/common/jvm.py``,                      message
+                          ``spark/source/scans.py``)
+``SESSION_SETTINGS``      the session settings that overlapping native   one per setting
                           writes change together and the last one
-                          restores (``spark/native_write.py``)
+                          restores (``spark/native/native_write.py``)
 ========================  =============================================  =====================
 
 The only other module-level values are the two hooks through which ``spark`` and

@@ -2,7 +2,7 @@
 
 Each model's fields are its options: the alias is the key users write, the description what it
 is for, the default what an absent option means. :data:`SOURCE_OPTION_SPECS` derives the
-registry's entries from them, and :mod:`sleeper_spark.spark.options` parses Spark's options into
+registry's entries from them, and :mod:`sleeper_spark.spark.common.options` parses Spark's options into
 them. Nothing here imports pyspark: the catalog (:mod:`sleeper_spark.config`) must know these
 keys to tell them from typos.
 """

@@ -9,7 +9,7 @@ import pytest
 import sleeper_spark as ss
 from sleeper_spark.config import OPTIONS, CatalogConfig
 from sleeper_spark.option_specs import SCOPES, OptionSpec
-from sleeper_spark.spark import options as spark_options
+from sleeper_spark.spark.common import options as spark_options
 
 # A value other than the default for every catalog option; a new option needs one here.
 CATALOG_SAMPLES = {

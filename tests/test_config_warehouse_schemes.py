@@ -9,7 +9,7 @@ import pytest
 import sleeper_spark as ss
 from sleeper_spark.cli.context import Settings, open_catalog
 from sleeper_spark.config import WAREHOUSE_SCHEMES, CatalogConfig, resolve_warehouse
-from sleeper_spark.spark import options as spark_options
+from sleeper_spark.spark.common import options as spark_options
 from sleeper_spark.storage import LocalObjectStore
 from sleeper_spark.storage.s3 import S3ObjectStore
 

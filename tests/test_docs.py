@@ -33,7 +33,7 @@ from botocore import xform_name
 import sleeper_spark as ss
 from sleeper_spark.cli.main import app
 from sleeper_spark.config import OPTIONS
-from sleeper_spark.log.dynamodb_log_tables import EXPIRES_AT, SNAPSHOTS_KEYS, TRANSACTIONS_KEYS
+from sleeper_spark.log.aws.dynamodb_log_tables import EXPIRES_AT, SNAPSHOTS_KEYS, TRANSACTIONS_KEYS
 from sleeper_spark.option_specs import OptionSpec
 from sleeper_spark.storage import lock_table
 

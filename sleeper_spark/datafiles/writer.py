@@ -1,7 +1,7 @@
 """Writes Arrow data as immutable Parquet data files, one set per partition value.
 
 One module serves both the driver-side pyarrow path (``Table.write``) and Spark's executors
-(``sleeper_spark.spark.writer``), so files written either way have the same layout, statistics
+(``sleeper_spark.spark.source.writer``), so files written either way have the same layout, statistics
 and checksums. Rows are buffered per partition value into row groups of sensible size; a file
 is closed when it reaches the target size. Files become visible create-if-absent, only when
 complete, and are not part of the table until a transaction names them.

@@ -3,7 +3,7 @@
 The predicate here is a ``pyarrow.compute.Expression`` (e.g. ``pc.field("day") == "2024-01-01"``).
 A Spark SQL condition is not translated into one (a translation that silently meant something
 else would delete the wrong rows): ``Table.delete_where`` hands a string to Spark instead
-(:func:`sleeper_spark.spark.row_changes.delete_rows`), which evaluates it itself. A row is
+(:func:`sleeper_spark.spark.rows.row_changes.delete_rows`), which evaluates it itself. A row is
 deleted when the predicate is *true* for it; rows where it is false or null stay, as in SQL's
 ``DELETE ... WHERE``.
 

@@ -32,9 +32,10 @@ def register(spark: Any) -> None:
     ``format("sleeper")`` route (Spark's Python workers cannot see the session conf): call it
     again after changing them. ``cat.write`` / ``cat.read`` call it themselves.
     """
-    from sleeper_spark.spark.source import register_source
+    from sleeper_spark.spark.bridge.datasource import register_source
+    from sleeper_spark.spark.bridge.format_bridge import connect
 
-    register_source(spark)
+    register_source(spark, connect)
 
 
 def sleeper_error(error: BaseException) -> SleeperSparkError | None:
@@ -51,7 +52,7 @@ def sleeper_error(error: BaseException) -> SleeperSparkError | None:
 
     The helper API (``cat.read``, ``cat.write``) raises the sleeper_spark error itself.
     """
-    from sleeper_spark.spark.messages import sleeper_error as recover
+    from sleeper_spark.spark.common.messages import sleeper_error as recover
 
     return recover(error)
 
@@ -68,11 +69,13 @@ class SparkDataFrames:
               partial: PartialOverwrite | None = None) -> Snapshot:
         from sleeper_spark.spark import helper
 
+        register(df.sparkSession)  # every helper call leaves format("sleeper") usable in the session
         return helper.write(table, df, mode, metadata, app_id, app_version, merge_schema, partial)
 
     def read(self, table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:
         from sleeper_spark.spark import helper
 
+        register(spark)  # every helper call leaves format("sleeper") usable in the session
         return helper.read(table, spark, version, timestamp)
 
     def changes(self, table: Table, spark: Any, plan: ChangePlan) -> Any:
@@ -81,14 +84,14 @@ class SparkDataFrames:
         return changes_frame(table, spark, plan)
 
     def merge(self, table: Table, source: Any, condition: str) -> Any:
-        from sleeper_spark.spark.merge_builder import MergeBuilder
+        from sleeper_spark.spark.rows.merge_builder import MergeBuilder
 
         if not self.is_dataframe(source):
             raise ConfigError(f"merge takes a Spark DataFrame as its source, not a {type(source).__name__}")
         return MergeBuilder(table, source, condition)
 
     def update(self, table: Table, spark: Any, set: Mapping[str, str], where: str | None) -> Snapshot:
-        from sleeper_spark.spark.row_changes import update
+        from sleeper_spark.spark.rows.row_changes import update
 
         return update(table, spark, set, where)
 
@@ -96,7 +99,7 @@ class SparkDataFrames:
         if spark is None:
             raise ConfigError("a Spark SQL condition needs a SparkSession: table.delete_where(spark, \"day = 'd1'\"); "
                               "without one, pass a pyarrow.compute.Expression such as pc.field('day') == 'd1'")
-        from sleeper_spark.spark.row_changes import delete_rows
+        from sleeper_spark.spark.rows.row_changes import delete_rows
 
         return delete_rows(table, spark, where)
 

@@ -2,7 +2,7 @@
 
 Runs the plan of :mod:`sleeper_spark.table.changes`. Each file goes to the reader with its
 version's facts as constant columns (the hand-over's partition values, see
-:mod:`sleeper_spark.spark.native_read`), so they cost nothing per row:
+:mod:`sleeper_spark.spark.native.native_read`), so they cost nothing per row:
 
 * files whose rows are all inserts (appends) are one scan, read like the table itself;
 * the removed and added files of the versions that removed files are one scan with a sign per
@@ -29,9 +29,9 @@ import pyarrow as pa
 
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.models import FileRef
-from sleeper_spark.spark.jvm import native_entry
-from sleeper_spark.spark.native_read import HandOver, native_root, open_data_frame, write_manifest
-from sleeper_spark.spark.reader import spark_schema, with_change_columns
+from sleeper_spark.spark.common.conversions import spark_schema, with_change_columns
+from sleeper_spark.spark.common.jvm import native_entry
+from sleeper_spark.spark.native.native_read import HandOver, native_root, open_data_frame, write_manifest
 from sleeper_spark.table.changes import (
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,

@@ -20,7 +20,13 @@ from sleeper_spark.errors import CommitStateUnknownError, SleeperSparkError
 from sleeper_spark.models import Snapshot, TableSchema
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.models.schema_evolution import merged_schema
-from sleeper_spark.spark import options as opt
+from sleeper_spark.spark.common import options as opt
+from sleeper_spark.spark.common.session import current_session_options, session_parallelism
+from sleeper_spark.spark.connect.connect_read import is_connect, read_parquet
+from sleeper_spark.spark.connect.connect_write import write_parquet
+from sleeper_spark.spark.native.native_read import read_native
+from sleeper_spark.spark.native.native_write import write_native
+from sleeper_spark.spark.native.partial_overwrite import write_in_driver
 from sleeper_spark.table.writes import new_write_id
 
 if TYPE_CHECKING:
@@ -34,25 +40,18 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
           app_version: int | None, merge_schema: bool = False, partial: PartialOverwrite | None = None) -> Snapshot:
     """Writes ``df`` as one snapshot of ``table`` and returns that snapshot.
 
-    Spark's own Parquet writer when the session has the jar (see :mod:`sleeper_spark.spark.native_write`)
-    or is a Spark Connect session (see :mod:`sleeper_spark.spark.connect_write`), else the
+    Spark's own Parquet writer when the session has the jar (see :mod:`sleeper_spark.spark.native.native_write`)
+    or is a Spark Connect session (see :mod:`sleeper_spark.spark.connect.connect_write`), else the
     ``sleeper`` Python data source. ``partial``: the part of the table an overwrite
-    replaces (see :mod:`sleeper_spark.spark.partial_overwrite`).
+    replaces (see :mod:`sleeper_spark.spark.native.partial_overwrite`).
     """
     spark = df.sparkSession
-    from sleeper_spark.spark.connect_read import is_connect
-    from sleeper_spark.spark.connect_write import write_parquet
-    from sleeper_spark.spark.native_write import write_native
-    from sleeper_spark.spark.partial_overwrite import write_in_driver
-    from sleeper_spark.spark.source import current_session_options, register_source
-
     state = table.state()
     df, merge = checked_data(table.name, df, state.schema, merge_schema)
     if app_id is not None and app_version is not None:
         earlier = idempotent_repeat(state, app_id, app_version)
         if earlier is not None:
             return earlier  # an idempotent repeat: no job runs, nothing is staged
-    register_source(spark)  # every helper call leaves format("sleeper") usable in the session
     native_write = write_parquet if is_connect(spark) else write_native
     native = native_write(table, df, state, mode, metadata, app_id, app_version, merge=merge, partial=partial)
     if native is not None:
@@ -97,7 +96,7 @@ def checked_data(table_name: str, df: Any, schema: TableSchema, merge_schema: bo
     if missing:
         from pyspark.sql import functions as F
 
-        from sleeper_spark.spark.reader import spark_schema
+        from sleeper_spark.spark.common.conversions import spark_schema
 
         types = spark_schema(TableSchema(fields=tuple(missing)), guarded=False)
         df = df.select("*", *[F.lit(None).cast(field.dataType).alias(field.name) for field in types.fields])
@@ -107,16 +106,11 @@ def checked_data(table_name: str, df: Any, schema: TableSchema, merge_schema: bo
 def read(table: Table, spark: Any, version: int | None, timestamp: datetime | None) -> Any:
     """The table at a version (or a time) as a DataFrame; the version is resolved here.
 
-    Spark's own Parquet reader when the session has the jar (see :mod:`sleeper_spark.spark.jvm`),
+    Spark's own Parquet reader when the session has the jar (see :mod:`sleeper_spark.spark.native.native_read`),
     Spark's ``parquet`` source over the version's files on a Spark Connect session (see
-    :mod:`sleeper_spark.spark.connect_read`), else the ``sleeper`` Python data source.
+    :mod:`sleeper_spark.spark.connect.connect_read`), else the ``sleeper`` Python data source.
     """
-    from sleeper_spark.spark.connect_read import is_connect, read_parquet
-    from sleeper_spark.spark.native_read import read_native
-    from sleeper_spark.spark.source import current_session_options, register_source, session_parallelism
-
     resolved = table.resolve_version(version, timestamp)  # typed errors before Spark is involved
-    register_source(spark)  # every helper call leaves format("sleeper") usable in the session
     native = read_parquet(table, spark, resolved) if is_connect(spark) else read_native(table, spark, resolved)
     if native is not None:
         return native
@@ -132,7 +126,7 @@ def read(table: Table, spark: Any, version: int | None, timestamp: datetime | No
     except Exception as error:
         raise _typed(error) from error
     # Every query on this DataFrame now pushes the guard, so each gets a read plan of its own
-    # and may skip files (see sleeper_spark.spark.scans).
+    # and may skip files (see sleeper_spark.spark.source.scans).
     if opt.GUARD_COLUMN not in loaded.columns:
         return loaded  # the table has a column of that name: its scans read every file
     return loaded.where(loaded[opt.GUARD_COLUMN]).drop(opt.GUARD_COLUMN)

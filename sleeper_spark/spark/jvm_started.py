@@ -1,63 +1,29 @@
-"""The Python side of a driver whose JVM started it (``python -m sleeper_spark.spark.jvm_started``).
+"""Where a sleeper_spark jar older than this package starts its Python side: it says so and exits.
 
-A Spark Connect server, or a JVM application, has the jar but no Python driver to call; the jar's
-``sleeper.spark.PythonSide`` then starts this module with a py4j gateway's port and secret in
-``PYSPARK_GATEWAY_PORT`` / ``PYSPARK_GATEWAY_SECRET``, as Spark's ``PythonRunner`` starts a Python
-application. It attaches a Python ``SparkContext`` to the JVM's running one (PySpark connects to
-an existing gateway when those variables are set), connects the bridge the jar calls
-(:mod:`sleeper_spark.spark.format_bridge`), and then only serves the bridge's calls, on py4j's
-threads. It exits when its JVM is gone: a check every few seconds, besides the JVM's shutdown hook
-that stops it.
+Jars up to the one that moved this entry point start ``python -m sleeper_spark.spark.jvm_started``;
+this package's jar starts :mod:`sleeper_spark.spark.bridge.jvm_started`. A cluster that mixes an
+older jar with this package gets this message in the jar's error (which quotes the process's
+output), instead of an import error.
 """
 
 from __future__ import annotations
 
-import logging
 import sys
-import time
-from typing import Any
 
-log = logging.getLogger(__name__)
+from sleeper_spark.version import __version__
 
-_CHECK_EVERY_S = 2.0
-
-
-def attach() -> Any:
-    """A Python SparkSession over the JVM's default session, on the gateway of the environment."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-    from pyspark.sql import SparkSession
-
-    gateway = launch_gateway()  # type: ignore[no-untyped-call]  # connects to PYSPARK_GATEWAY_PORT
-    jvm = gateway.jvm
-    jsc = jvm.org.apache.spark.api.java.JavaSparkContext.fromSparkContext(
-        jvm.org.apache.spark.SparkContext.getOrCreate())
-    context = SparkContext(conf=SparkConf(_jconf=jsc.getConf()), gateway=gateway, jsc=jsc)
-    jsession = jvm.org.apache.spark.sql.classic.SparkSession.builder().getOrCreate()
-    return SparkSession(context, jsession)
+MESSAGE = (
+    "the sleeper_spark jar on this JVM's class path is older than the sleeper_spark package {version} "
+    "installed for {python}: put the jar this package ships on the class path instead "
+    "(python -c 'import sleeper_spark; print(sleeper_spark.jar_path())' prints its path; "
+    "ss.configure_spark adds it), or install the package version the jar came with"
+)
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="sleeper_spark python side: %(levelname)s %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # a line per call otherwise
-    from sleeper_spark.spark.format_bridge import connect
-    from sleeper_spark.spark.jvm import jar_entry
-
-    spark = attach()
-    entry = jar_entry(spark)
-    if entry is None:
-        log.error("the JVM that started this process has no sleeper_spark jar of this package's version")
-        return 2
-    connect(spark, entry)
-    log.info("connected to the driver's JVM (Spark %s)", spark.version)
-    gateway = spark.sparkContext._gateway
-    while True:
-        time.sleep(_CHECK_EVERY_S)
-        try:
-            gateway.jvm.java.lang.System.currentTimeMillis()
-        except Exception:  # the JVM is gone (or its gateway): nothing left to serve
-            log.info("the driver's JVM is gone; exiting")
-            return 0
+    print("sleeper_spark python side: ERROR " + MESSAGE.format(version=__version__, python=sys.executable),
+          file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def open_backend(config: CatalogConfig) -> CatalogBackend:
         store = LocalObjectStore(location.uri)
         return ObjectStoreBackend(store, NativeConditionalWrites(store), config.store_retry)
     if config.catalog == "aws":
-        from sleeper_spark.log.aws_catalog_backend import AwsBackend  # boto3 only when asked for
+        from sleeper_spark.log.aws.aws_catalog_backend import AwsBackend  # boto3 only when asked for
 
         backend: CatalogBackend = AwsBackend(config)
         return backend
@@ -35,7 +35,7 @@ def _object_store_with_strategy(config: CatalogConfig) -> tuple[ObjectStore, Con
     store: ObjectStore
     location = config.location
     if location.kind == "s3":
-        from sleeper_spark.log.aws_catalog_backend import open_s3_store
+        from sleeper_spark.log.aws.aws_catalog_backend import open_s3_store
 
         store = open_s3_store(config)
     else:

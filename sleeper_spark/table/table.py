@@ -3,35 +3,31 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sleeper_spark.commit import CommitResult, GroupCommit, TableHead, idempotent_repeat
+from sleeper_spark.commit import CommitResult, GroupCommit, TableHead
 from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import ConfigError, NoSnapshotsError, SnapshotNotFoundError
 from sleeper_spark.log import TableEntry
 from sleeper_spark.models import AddFiles, FileRef, Snapshot, TableSchema, TruncateReport, VacuumReport, VerifyReport
-from sleeper_spark.models.schema import check_data_schema
-from sleeper_spark.models.schema_evolution import merged_schema
 from sleeper_spark.state import TableState
 from sleeper_spark.state.file_columns import public_view, with_event_time
 from sleeper_spark.storage import ObjectStore
 from sleeper_spark.table import changes, reading, schema_changes
+from sleeper_spark.table.arrow_writes import write_arrow
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
 from sleeper_spark.table.iceberg_publishing import TablePublishing
 from sleeper_spark.table.writes import (
-    PartialOverwrite,
     ReplacedFiles,
     build_write,
     check_partial_overwrite,
     check_write_args,
     commit_staged,
-    dynamic_overwrite,
-    new_write_id,
     settle_staged,
 )
 
@@ -174,36 +170,7 @@ class Table:
             raise ConfigError("replace_where is a Spark SQL condition and needs a Spark DataFrame to write; with "
                               "Arrow data use partition_overwrite_mode='dynamic', or delete_where then append; "
                               "nothing was written")
-        return self.write_arrow(data, mode, checked, app_id, app_version, merge_schema, partial).snapshot
-
-    def write_arrow(self, data: ArrowData | Iterable[pa.RecordBatch], mode: str, metadata: dict[str, str],
-                    app_id: str | None, app_version: int | None, merge_schema: bool = False,
-                    partial: PartialOverwrite | None = None) -> CommitResult:
-        state = self.head.known_state()
-        if app_id is not None:
-            # An idempotent repeat is answered before any file is written (this costs a tail read).
-            state = self.head.catch_up()
-            earlier = idempotent_repeat(state, app_id, app_version)
-            if earlier is not None:
-                return CommitResult(earlier, committed=False, attempts=0)
-        schema, merge = state.schema, None
-        if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
-            data_schema = TableSchema.from_arrow(data.schema)
-            if merge_schema:
-                schema = merged_schema(state.schema, data_schema, self.name)
-                merge = data_schema
-            check_data_schema(data_schema, schema, self.name, missing_ok=merge_schema)
-            if merge_schema:
-                data = _with_missing_columns(data, schema.to_arrow())
-        elif merge_schema:
-            raise ConfigError("merge_schema needs data with a schema (a pyarrow Table, RecordBatch or "
-                              "RecordBatchReader, or a Spark DataFrame); nothing was written")
-        batches = _batches(data)
-        writer = DataFileWriter(self.store, self.root, schema, state.partition_by, self.name)
-        files = writer.write_all(batches)
-        replaced = dynamic_overwrite(files, state.partition_by) if partial is not None and partial.dynamic else None
-        return self.commit_files(files, mode, metadata, new_write_id(), app_id, app_version, merge=merge,
-                                 replaced=replaced)
+        return write_arrow(self, data, mode, checked, app_id, app_version, merge_schema, partial).snapshot
 
     def data_file_writer(self, state: TableState | None = None) -> DataFileWriter:
         state = state or self.head.known_state()
@@ -399,35 +366,3 @@ class Table:
         window needs (``keep_versions_after``: a ``timedelta``, or the first version to keep); the
         same as ``sleeper-spark truncate``. Versions below the cut can no longer be read."""
         return maintenance_jobs().truncate_log(self, keep_versions_after, safety_margin, dry_run)
-
-
-def _with_missing_columns(data: ArrowData, schema: pa.Schema) -> ArrowData | Iterable[pa.RecordBatch]:
-    """``data`` with a column of nulls for each column of ``schema`` it lacks (a merge_schema write)."""
-    missing = [f for f in schema if f.name not in data.schema.names]
-    if not missing:
-        return data
-
-    def filled(batch: pa.RecordBatch) -> pa.RecordBatch:
-        columns = [*batch.columns, *(pa.nulls(batch.num_rows, f.type) for f in missing)]
-        return pa.RecordBatch.from_arrays(columns, names=[*batch.schema.names, *(f.name for f in missing)])
-
-    if isinstance(data, pa.RecordBatch):
-        return filled(data)
-    if isinstance(data, pa.Table):
-        return pa.Table.from_batches([filled(b) for b in data.to_batches()],
-                                     schema=pa.schema([*data.schema, *missing]))
-    return (filled(batch) for batch in data)
-
-
-def _batches(data: Any) -> Iterable[pa.RecordBatch | pa.Table]:
-    if isinstance(data, pa.Table):
-        batches: list[pa.RecordBatch | pa.Table] = data.to_batches() or [data]
-        return batches
-    if isinstance(data, pa.RecordBatch):
-        return [data]
-    if isinstance(data, (pa.RecordBatchReader, Iterable)):
-        return iter(data)
-    raise ConfigError(
-        f"cannot write a {type(data).__name__}: give a Spark DataFrame, "
-        "a pyarrow.Table, RecordBatch or RecordBatchReader"
-    )

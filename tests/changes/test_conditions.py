@@ -21,8 +21,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import sleeper_spark as ss
-from sleeper_spark.spark.merge_builder import key_rows
-from sleeper_spark.spark.row_conditions import merge_rows, update_rows
+from sleeper_spark.spark.conditions.row_conditions import merge_rows, update_rows
+from sleeper_spark.spark.rows.merge_builder import key_rows
 from sleeper_spark.table.reading import planned_files
 
 pytestmark = pytest.mark.spark

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
 from sleeper_spark.log import InMemoryLogBackend
-from sleeper_spark.spark.partition_conditions import files_where
+from sleeper_spark.spark.conditions.partition_conditions import files_where
 from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites
 from tests.fixtures.catalogs import memory_catalog
 
@@ -237,7 +237,7 @@ def test_an_append_into_an_untouched_partition_does_not_fail_the_delete(
         log.at_start_of_next_append(lambda: rival.write(pa.Table.from_pylist(rows, schema=SCHEMA)))
 
     # When the rival appends into another partition while each kind of delete commits
-    caplog.set_level(logging.WARNING, logger="sleeper_spark.spark.row_changes")
+    caplog.set_level(logging.WARNING, logger="sleeper_spark.spark.rows.row_changes")
     append(elsewhere[:2])
     table.delete_where(spark, "tag = 'a' AND n >= 30")
     append(elsewhere[2:])

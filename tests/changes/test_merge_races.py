@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
-from sleeper_spark.spark.jvm import catalog_conf
+from sleeper_spark.spark.common.jvm import catalog_conf
 from tests.changes.merge_job import upsert, upsert_by_sql
 from tests.changes.racers import SCHEMA, append_fresh_keys, compact_repeatedly
 from tests.fixtures.processes import racing_context

@@ -13,7 +13,7 @@ from typing import Any
 
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.log import ObjectStoreTransactionLog, TransactionLog
-from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableRegistry
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePointer
 from sleeper_spark.storage import ConditionalWritesStore, ObjectStore

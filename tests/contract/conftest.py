@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sleeper_spark.log.dynamodb_log_tables import ensure_tables
+from sleeper_spark.log.aws.dynamodb_log_tables import ensure_tables
 from sleeper_spark.storage.dynamodb_lock import ensure_lock_table
 from tests.contract.backends import StrategySpec, dynamodb_clients
 from tests.fixtures.servers import TEST_CREDENTIALS

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.aws.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.pending import InMemoryPendingAppends, PendingAppends
-from sleeper_spark.log.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.pending_objectstore import ObjectStorePendingAppends
 from tests.contract.backends import StrategySpec, dynamodb_clients
 from tests.contract.pending_contract import OpenPending, PendingAppendsContract

@@ -24,9 +24,9 @@ from sleeper_spark.errors import (
     TableAlreadyExistsError,
     TransactionNumberTakenError,
 )
-from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
-from sleeper_spark.log.dynamodb_log_tables import ensure_tables
-from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.aws.dynamodb_log_tables import ensure_tables
+from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.storage.aws import make_client
 from sleeper_spark.storage.s3 import S3ObjectStore

@@ -23,10 +23,10 @@ from sleeper_spark.errors import (
     TableAlreadyExistsError,
     TransactionNumberTakenError,
 )
-from sleeper_spark.log.aws_catalog_backend import AwsBackend
-from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
-from sleeper_spark.log.dynamodb_log_tables import ensure_tables
-from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.aws.aws_catalog_backend import AwsBackend
+from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.aws.dynamodb_log_tables import ensure_tables
+from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.log.transaction_log import LogRecord, TransactionLog
 from sleeper_spark.storage.aws import make_client

@@ -13,7 +13,7 @@ import pytest
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import LogThrottledError, PreconditionFailedError, StorageError
-from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer
 from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites
 

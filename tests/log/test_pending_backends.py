@@ -17,8 +17,8 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import LogThrottledError, StorageError
+from sleeper_spark.log.aws.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.pending import PendingRecord
-from sleeper_spark.log.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.pending_objectstore import ObjectStorePendingAppends
 from sleeper_spark.storage import LocalObjectStore, ObjectInfo
 

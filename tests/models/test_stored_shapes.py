@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from sleeper_spark.log.dynamodb_log import DynamoDBTransactionLog
-from sleeper_spark.log.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
-from sleeper_spark.log.pending_dynamodb import DynamoDBPendingAppends
+from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
+from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.aws.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.models.dynamodb_items import (
     CatalogEntryItem,

@@ -11,7 +11,7 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession
 
-from sleeper_spark.spark.jvm import NATIVE_CONF, native_entry
+from sleeper_spark.spark.common.jvm import NATIVE_CONF, native_entry
 from tests.fixtures.spark import (
     CATALOG_BACKENDS,
     CatalogFactory,

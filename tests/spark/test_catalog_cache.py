@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sleeper_spark.process_state import CATALOGS
-from sleeper_spark.spark import options
+from sleeper_spark.spark.common import options
 
 
 def test_one_catalog_per_warehouse_and_the_least_recently_used_goes_first(tmp_path: Path) -> None:

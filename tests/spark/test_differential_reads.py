@@ -8,7 +8,7 @@ data source (``format("sleeper")`` in a session switched off the jar) and by the
 - the helper read on Spark's Parquet reader (the jar's file index, then parquet-mr's row-group
   and page filters), on the Python data source, and as a Connect session without the jar reads
   (Spark's ``parquet`` source over the version's folders, see
-  :mod:`sleeper_spark.spark.parquet_scan`), ``spark.read.format("sleeper")`` on Spark's reader,
+  :mod:`sleeper_spark.spark.connect.parquet_scan`), ``spark.read.format("sleeper")`` on Spark's reader,
   and the SQL catalog's table (Spark's file source scan over the same index, and Spark's V2
   Parquet scan over it, as a session without the extension reads); each against
   Spark's own answer over the raw rows (an in-memory DataFrame: no file, no statistic, no pruning);
@@ -38,8 +38,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import sleeper_spark as ss
-from sleeper_spark.spark.connect_read import READ_CONF, read_parquet
-from sleeper_spark.spark.jvm import NATIVE_CONF, catalog_conf
+from sleeper_spark.spark.common.jvm import NATIVE_CONF, catalog_conf
+from sleeper_spark.spark.connect.connect_read import READ_CONF, read_parquet
 from tests.fixtures.random_tables import Filter, RandomTable, random_filter, random_table
 from tests.reliability.budget import LONG_RUN
 

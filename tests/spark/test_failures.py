@@ -16,9 +16,9 @@ from pyspark.sql import functions as F
 import sleeper_spark as ss
 from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.models import TableSchema
+from sleeper_spark.spark.common.options import parse_write
 from sleeper_spark.spark.helper import _typed
-from sleeper_spark.spark.options import parse_write
-from sleeper_spark.spark.writer import SleeperCommitMessage, SleeperWriter, WriteTarget, _table_for
+from sleeper_spark.spark.source.writer import SleeperCommitMessage, SleeperWriter, WriteTarget, _table_for
 from tests.spark.conftest import data_files, quiet_log4j2, referenced_files
 
 pytestmark = pytest.mark.spark

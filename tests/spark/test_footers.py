@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sleeper_spark.datafiles.stats import StatsAccumulator
 from sleeper_spark.models import TableSchema
-from sleeper_spark.spark.footers import file_ref
+from sleeper_spark.spark.native.footers import file_ref
 
 SCHEMA = pa.schema([("n", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
 

@@ -17,7 +17,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 import sleeper_spark as ss
-from sleeper_spark.spark.jvm import NATIVE_CONF
+from sleeper_spark.spark.common.jvm import NATIVE_CONF
 from tests.fixtures.spark import spark_environment
 from tests.spark.test_roundtrip import ALL_TYPES, all_types_rows, maps_by_id, without_maps
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import sleeper_spark as ss
-from sleeper_spark.spark.messages import short_traceback, sleeper_error
+from sleeper_spark.spark.common.messages import short_traceback, sleeper_error
 
 
 def test_spark_refusing_partition_by_becomes_a_hint_with_the_columns() -> None:

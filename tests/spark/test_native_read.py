@@ -12,8 +12,8 @@ from pyspark.sql import functions as F
 
 import sleeper_spark as ss
 from sleeper_spark.process_state import OnceSet
-from sleeper_spark.spark import jvm
-from sleeper_spark.spark.jvm import NATIVE_CONF, native_entry
+from sleeper_spark.spark.common import jvm
+from sleeper_spark.spark.common.jvm import NATIVE_CONF, native_entry
 from tests.spark.test_partitions import AWKWARD
 from tests.spark.test_roundtrip import ALL_TYPES, all_types_rows, maps_by_id, without_maps
 
@@ -134,7 +134,7 @@ def test_a_session_without_the_jar_says_once_how_to_get_it(caplog: pytest.LogCap
         """What a Spark Connect session looks like to the helper: no py4j gateway."""
 
     monkeypatch.setattr(jvm, "SAID_ONCE", OnceSet())  # as in a new process
-    with caplog.at_level(logging.INFO, logger="sleeper_spark.spark.jvm"):
+    with caplog.at_level(logging.INFO, logger="sleeper_spark.spark.common.jvm"):
         assert native_entry(NoJvm()) is None
         assert native_entry(NoJvm()) is None
     assert len(caplog.records) == 1 and "jar_path()" in caplog.records[0].getMessage()

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import sleeper_spark as ss
-from sleeper_spark.spark.jvm import NATIVE_CONF
+from sleeper_spark.spark.common.jvm import NATIVE_CONF
 from tests.spark.conftest import data_files
 from tests.spark.test_roundtrip import ALL_TYPES, all_types_rows, maps_by_id, without_maps
 

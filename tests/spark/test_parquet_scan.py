@@ -14,9 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
-from sleeper_spark.spark.connect_read import READ_CONF, read_parquet, server_location
-from sleeper_spark.spark.jvm import NATIVE_CONF
-from sleeper_spark.spark.parquet_scan import PARQUET_FILTERS_OFF, ParquetScan, parquet_scan, reader_options
+from sleeper_spark.spark.common.jvm import NATIVE_CONF
+from sleeper_spark.spark.connect.connect_read import READ_CONF, read_parquet, server_location
+from sleeper_spark.spark.connect.parquet_scan import PARQUET_FILTERS_OFF, ParquetScan, parquet_scan, reader_options
 
 AWKWARD = ["a/b", "x=y", "100%", "%2F", "..", "ünïcödé ✓", "", None, "with space", "__HIVE_DEFAULT_PARTITION__",
            "v" * 300, "plain"]

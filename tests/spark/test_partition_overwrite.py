@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
-from sleeper_spark.spark.jvm import NATIVE_CONF
+from sleeper_spark.spark.common.jvm import NATIVE_CONF
 from tests.spark.conftest import CatalogFactory, data_files
 
 pytestmark = pytest.mark.spark

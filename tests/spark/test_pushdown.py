@@ -16,11 +16,11 @@ from pyspark.sql.datasource import EqualTo, Filter, GreaterThan, In, IsNull, Les
 
 import sleeper_spark as ss
 from sleeper_spark.models import FileRef
-from sleeper_spark.spark.filters import prune_expression
-from sleeper_spark.spark.jvm import NATIVE_CONF
-from sleeper_spark.spark.options import GUARD_COLUMN
-from sleeper_spark.spark.reader import SleeperReader, bin_pack
-from sleeper_spark.spark.source import SleeperDataSource
+from sleeper_spark.spark.bridge.datasource import SleeperDataSource
+from sleeper_spark.spark.common.jvm import NATIVE_CONF
+from sleeper_spark.spark.common.options import GUARD_COLUMN
+from sleeper_spark.spark.conditions.filters import prune_expression
+from sleeper_spark.spark.source.reader import SleeperReader, bin_pack
 from tests.spark.conftest import CATALOG_BACKENDS, make_catalog
 
 pytestmark = pytest.mark.spark
@@ -166,7 +166,7 @@ def test_only_filters_that_cannot_drop_a_matching_row_prune() -> None:
 
 
 def test_queries_that_share_a_dataframe_see_all_its_rows(spark: SparkSession, catalog: ss.Catalog) -> None:
-    # PySpark 4.3 keeps one read plan per loaded DataFrame (sleeper_spark.spark.scans): later
+    # PySpark 4.3 keeps one read plan per loaded DataFrame (sleeper_spark.spark.source.scans): later
     # and sibling scans of the same DataFrame must not inherit an earlier scan's pruning.
     catalog.write(spark.range(0, 40).selectExpr("id", "cast(id % 4 as string) as part"), "t", partition_by=["part"])
     for df in (catalog.read(spark, "t"), spark.read.format("sleeper").options(**catalog.options()).load("t")):

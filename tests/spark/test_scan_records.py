@@ -33,8 +33,8 @@ from pyspark.sql.datasource import (
 )
 
 from sleeper_spark.process_state import OnceSet
-from sleeper_spark.spark import scans
-from sleeper_spark.spark.filter_json import FilterCodingError, dumps_scans, loads_scans
+from sleeper_spark.spark.source import scans
+from sleeper_spark.spark.source.filter_json import FilterCodingError, dumps_scans, loads_scans
 
 UTC = dt.timezone.utc
 EVERY_KIND: list[Filter] = [

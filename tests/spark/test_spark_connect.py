@@ -19,7 +19,7 @@ import pyspark
 import pytest
 
 import sleeper_spark as ss
-from sleeper_spark.spark.jvm import EXTENSIONS_CLASS, catalog_conf
+from sleeper_spark.spark.common.jvm import EXTENSIONS_CLASS, catalog_conf
 from tests.fixtures import process_groups
 from tests.fixtures.servers import free_port
 from tests.fixtures.spark import quiet_log4j2

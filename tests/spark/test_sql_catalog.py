@@ -17,7 +17,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
-from sleeper_spark.spark.jvm import catalog_conf
+from sleeper_spark.spark.common.jvm import catalog_conf
 from tests.fixtures import catalogs
 from tests.fixtures.sql_catalog import session_conf
 

@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
 from sleeper_spark.models import FileRef, TableSchema
-from sleeper_spark.spark import native_write
-from sleeper_spark.spark.footers import file_ref as footer_file_ref
+from sleeper_spark.spark.native import native_write
+from sleeper_spark.spark.native.footers import file_ref as footer_file_ref
 from sleeper_spark.storage import ObjectStore
 from tests.fixtures.random_tables import random_table
 from tests.fixtures.spark import data_files

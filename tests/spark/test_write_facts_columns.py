@@ -21,8 +21,8 @@ from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import ColumnStats, DataType, Field, FileRef, TableSchema
 from sleeper_spark.models.columnar import NewFiles
 from sleeper_spark.models.stat_values import to_stat
-from sleeper_spark.spark.native_write import commit_append, described_files
-from sleeper_spark.spark.write_facts import described_rows, facts_table
+from sleeper_spark.spark.native.native_write import commit_append, described_files
+from sleeper_spark.spark.native.write_facts import described_rows, facts_table
 from sleeper_spark.state.file_columns import FileLayout
 from sleeper_spark.state.file_json import files_json
 

@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, DataSourceStream
 from pyspark.sql.types import StructType
 
 import sleeper_spark as ss
-from sleeper_spark.spark.source import SleeperDataSource
+from sleeper_spark.spark.bridge.datasource import SleeperDataSource
 
 CATALOG_OPTIONS, INPUTS, CHECKPOINT, HOOK_DIR = sys.argv[1:5]
 PAUSE = sys.argv[5] if len(sys.argv) > 5 else ""

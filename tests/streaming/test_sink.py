@@ -14,8 +14,8 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import WriterCommitMessage
 
 import sleeper_spark as ss
-from sleeper_spark.spark.stream_writer import StreamCommitMessage, plan_stream_write
-from sleeper_spark.spark.writer import plan_write, stage_files
+from sleeper_spark.spark.source.writer import plan_write, stage_files
+from sleeper_spark.spark.streaming.stream_writer import StreamCommitMessage, plan_stream_write
 from tests.fixtures.aws_requests import RequestCounter, counting_requests
 from tests.fixtures.catalogs import make_catalog
 from tests.fixtures.spark import data_files, referenced_files

@@ -12,8 +12,10 @@ import sleeper_spark as ss
 from sleeper_spark.commit import utc_now
 from sleeper_spark.maintenance import truncate_log
 from sleeper_spark.models import TableSchema
-from sleeper_spark.spark.reader import FilesPartition, spark_schema
-from sleeper_spark.spark.stream_reader import SleeperStreamReader, contiguous_groups, plan_stream_read
+from sleeper_spark.spark.common.conversions import spark_schema
+from sleeper_spark.spark.source.reader import FilesPartition
+from sleeper_spark.spark.streaming import plan_stream_read
+from sleeper_spark.spark.streaming.stream_reader import SleeperStreamReader, contiguous_groups
 from tests.streaming.streams import INPUT_SCHEMA, rows
 
 pytestmark = pytest.mark.spark

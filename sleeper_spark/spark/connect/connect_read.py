@@ -1,0 +1,113 @@
+"""Helper reads on a Spark Connect session: Spark's own ``parquet`` source over a version's files.
+
+A Connect client has no JVM, so the jar's file index cannot be handed the version's files; but the
+client knows them (the log is read here), and Spark's ``parquet`` source reads exactly a list of
+files, on any server, with or without the jar. So a helper read on Connect is
+``spark.read.schema(<the table's columns>).parquet(<every file of the version>)``:
+
+- Spark's own reader and its column pruning, filter pushdown and row-group skipping by the files'
+  footers (not on tables with float, date or timestamp columns, where parquet-mr's filters lose
+  rows: :data:`sleeper_spark.spark.connect.parquet_scan.PARQUET_FILTERS_OFF`); the files are those of the
+  version, pruned by nothing else (the jar's index also skips whole files by the log's statistics
+  per query; this cannot);
+- the table's schema is given, so files written before a column was added read it as null, and
+  Spark's Parquet reader widens a column written with a narrower type;
+- Spark lists the folders that hold the version's files (one LIST request per folder, as for a
+  plain Parquet table) and keeps exactly the version's files by their names or paths; where the
+  folders name the partitions, a partition filter skips whole folders
+  (:mod:`sleeper_spark.spark.connect.parquet_scan`). The jar's index lists nothing.
+
+It needs the server to reach the table's store: local paths are ``file:`` URIs (the server must
+see the same disk), and ``s3://`` is named with the scheme of ``spark.sleeper_spark.connect.s3Scheme``
+(default ``s3a``: hadoop-aws on the server; EMR and Databricks name it ``s3``). Where the server has
+the jar, ``format("sleeper")`` is better still (the jar's index, pruned per query, and no file
+listing) and a helper read takes it. The session setting ``spark.sleeper_spark.connect.read``
+chooses: ``auto`` (the default: the jar's path where the server has it, else ``parquet``),
+``parquet``, or ``source`` (``format("sleeper")``: the jar's path, or without the jar the sleeper
+Python data source, which needs nothing of the server but Python and this package).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sleeper_spark.process_state import SAID_ONCE
+from sleeper_spark.spark.common.conversions import quoted_column, spark_schema
+from sleeper_spark.spark.connect.parquet_scan import parquet_scan, reader_options
+from sleeper_spark.spark.native.native_read import native_types
+
+if TYPE_CHECKING:
+    from sleeper_spark.table import Table
+
+log = logging.getLogger(__name__)
+
+READ_CONF = "spark.sleeper_spark.connect.read"
+S3_SCHEME_CONF = "spark.sleeper_spark.connect.s3Scheme"
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM in this process)."""
+    return getattr(spark, "_jvm", None) is None and type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def connect_path(spark: Any, setting: str) -> str:
+    """How a helper read or write on Connect runs (the session setting ``setting``): ``jar`` where
+    the server has the jar and the setting is ``auto`` (the default), else ``parquet`` or ``source``."""
+    from sleeper_spark.spark.common.session import has_jar_source
+
+    chosen = str(spark.conf.get(setting, "auto")).strip().lower()
+    if chosen == "auto":
+        return "jar" if has_jar_source(spark) else "parquet"
+    return chosen
+
+
+def read_parquet(table: Table, spark: Any, version: int | None) -> Any | None:
+    """The table at ``version`` (None: now) read by Spark's ``parquet`` source, or None when this
+    session should read through ``format("sleeper")`` instead (see the module doc)."""
+    if connect_path(spark, READ_CONF) != "parquet":
+        return None
+    state = table.state(version)
+    if not native_types(state.schema):
+        _tell("nanos", "a table with nanosecond timestamps is read through the sleeper Python data source")
+        return None
+    root = server_location(spark, table.location, table.catalog.config.s3_endpoint)
+    if root is None:
+        return None
+    files = table.files_table(state.version)
+    schema = spark_schema(state.schema, guarded=False)
+    if files.num_rows == 0:
+        return spark.createDataFrame([], schema)
+    partitions = {column: files[f"partition.{column}"].to_pylist() for column in state.partition_by}
+    types = {column: state.schema.field(column).type.name for column in state.partition_by}
+    scan = parquet_scan(root, files["path"].to_pylist(), partitions, types)
+    from pyspark.sql import functions
+
+    frame = spark.read.schema(schema).options(**reader_options(state.schema), **scan.options).parquet(*scan.roots)
+    if scan.file_paths is not None:
+        frame = frame.where(functions.col("_metadata.file_path").isin(scan.file_paths))
+    if scan.partitions_from_folders:  # Spark puts the partition columns last
+        frame = frame.select(*[functions.col(quoted_column(name)) for name in schema.names])
+    return frame
+
+
+def server_location(spark: Any, location: str, s3_endpoint: str | None) -> str | None:
+    """The table's location as the Connect server's Hadoop names it, or None where it cannot reach it."""
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return "file:" + str(Path(location).resolve())
+    if scheme == "file":
+        return location
+    if scheme not in ("s3", "s3a"):
+        return location
+    if s3_endpoint and not spark.conf.get("spark.hadoop.fs.s3a.endpoint", ""):
+        _tell("s3-endpoint", "the catalog uses a custom S3 endpoint but the server's fs.s3a.endpoint is not set: "
+              "reading through the sleeper Python data source")
+        return None
+    return f"{spark.conf.get(S3_SCHEME_CONF, 's3a')}://{rest}"
+
+
+def _tell(reason: str, message: str) -> None:
+    if SAID_ONCE.first(("connect", reason)):
+        log.info(message)

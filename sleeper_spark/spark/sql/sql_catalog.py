@@ -1,0 +1,249 @@
+"""The Python side of the SQL catalog (the jar's ``sleeper.spark.SleeperCatalog``).
+
+Spark's catalog API runs in the JVM; the tables, their log and the catalog's registry stay here.
+The JVM sends one JSON request a call through the bridge ``format("sleeper")`` uses
+(:mod:`sleeper_spark.spark.bridge.format_bridge`), with the catalog's options (those of
+:meth:`Catalog.options`) under ``"options"``, and gets one JSON object back:
+
+- ``load`` ``{table, version?, timestampMicros?}``: the table's Spark schema, partition columns,
+  properties, current (or selected) version, and whether Spark's own Parquet reader and writer can
+  reach it (``native``; else the JVM reads through the Python data source and writes fall back to
+  it too); ``{"missing": <why>}`` for a table that does not exist.
+- ``list`` ``{namespace}``: the tables directly in a namespace.
+- ``namespaces`` ``{namespace}``: whether it exists and its child namespaces.
+- ``create`` ``{table, schema, partitionColumns, properties}``: the new table, as ``load``
+  answers, or ``{"exists": true}``.
+- ``metadata`` ``{table, kind, version?, timestampMicros?}``: the metadata table ``kind``
+  (``history``, ``files``) of a table, see :mod:`sleeper_spark.spark.sql.metadata_tables`.
+- ``procedure`` ``{name}`` and ``call`` ``{name, arguments}``: the procedures of ``CALL``, see
+  :mod:`sleeper_spark.spark.sql.procedures`.
+- ``alter`` ``{table, changes}``: ``ALTER TABLE``'s changes, each ``{"kind", ...}``; all are checked
+  before the first is committed, and each kind commits once (added columns together).
+- ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
+- ``changelog`` ``{table, range, deduplicationMode, computeUpdates}``: the columns and row identity
+  of a changes read, see :mod:`sleeper_spark.spark.changes` (the bridge's ``changes`` gives its rows).
+- ``stage`` ``{stage}``: a ``CREATE OR REPLACE TABLE`` with no rows, see
+  :mod:`sleeper_spark.spark.sql.table_replacement`.
+
+Names: a namespace is a prefix of a table's name, so Spark's ``lake.sales.orders`` is the
+table ``sales.orders`` (see :func:`namespace_of`). A namespace exists while a table's name has
+it as a prefix; ``CREATE NAMESPACE`` alone makes nothing visible, since sleeper catalogs keep no
+namespace records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import _parse_datatype_json_value as _parse_type
+
+from sleeper_spark.errors import (
+    ConfigError,
+    SchemaMismatchError,
+    SnapshotNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from sleeper_spark.spark.changes import describe_changelog
+from sleeper_spark.spark.common.conversions import spark_schema
+from sleeper_spark.spark.common.jvm import native_entry
+from sleeper_spark.spark.common.options import open_catalog
+from sleeper_spark.spark.native.native_read import native_root
+from sleeper_spark.spark.sql import procedures
+from sleeper_spark.spark.sql.definitions import PROVIDER, create_table
+from sleeper_spark.spark.sql.metadata_tables import metadata_table
+from sleeper_spark.table import Catalog, Table
+
+
+@dataclass(frozen=True)
+class _Request:
+    spark: Any
+    catalog: Catalog
+    body: Mapping[str, Any]
+
+
+def answer(spark: Any, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer to one request of the JVM catalog in ``spark`` (see the module's docstring)."""
+    operation = _OPERATIONS.get(str(request.get("op")))
+    if operation is None:
+        raise ConfigError(f"the SQL catalog asked for {request.get('op')!r}, which this version of sleeper_spark "
+                          "does not know: the jar and the Python package must be the same version")
+    return operation(_Request(spark, open_catalog(request["options"]), request))
+
+
+def namespace_of(table: str) -> tuple[str, ...]:
+    """The Spark namespace of a table name: every part but the last (``a.b.t`` is in ``a.b``)."""
+    return tuple(table.split(".")[:-1])
+
+
+def _inside(table: str, namespace: tuple[str, ...]) -> bool:
+    """Whether ``table`` is in ``namespace`` or in one nested in it."""
+    return namespace_of(table)[:len(namespace)] == namespace
+
+
+def _load(request: _Request) -> dict[str, Any]:
+    try:
+        table = request.catalog.table(request.body["table"])
+    except TableNotFoundError as missing:
+        return {"missing": str(missing)}
+    version = _version(table, request.body)
+    return _described(request.spark, table, version, pinned=version is not None)
+
+
+def _version(table: Table, request: Mapping[str, Any]) -> int | None:
+    """The version ``VERSION AS OF`` or ``TIMESTAMP AS OF`` selects (checked to exist), or None for the current one."""
+    version = request.get("version")
+    if version is not None and not str(version).isdigit():
+        raise SnapshotNotFoundError(f"table {table.name!r} has versions numbered 2, 3, ...; "
+                                    f"VERSION AS OF {version!r} is not one")
+    micros = request.get("timestampMicros")
+    at = None if micros is None else datetime.fromtimestamp(int(micros) / 1_000_000, tz=timezone.utc)
+    return table.resolve_version(None if version is None else int(version), at)
+
+
+def _described(spark: Any, table: Table, version: int | None, pinned: bool) -> dict[str, Any]:
+    state = table.state(version)
+    properties = {**state.properties, "provider": PROVIDER, "location": table.location,
+                  "current-version": str(state.version)}
+    entry = native_entry(spark)
+    native = entry is not None and native_root(table, spark, entry, state.schema) is not None
+    return {"schema": spark_schema(state.schema, guarded=False).json(), "partitionColumns": list(state.partition_by),
+            "properties": properties, "version": state.version, "pinned": pinned, "native": native}
+
+
+def _list(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    names = request.catalog.tables()
+    tables = [name for name in names if namespace_of(name) == namespace]
+    exists = not namespace or any(_inside(name, namespace) for name in names)
+    return {"tables": tables, "exists": exists}
+
+
+def _namespaces(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    below = [namespace_of(name) for name in request.catalog.tables() if _inside(name, namespace)]
+    children = sorted({parts[len(namespace)] for parts in below if len(parts) > len(namespace)})
+    return {"exists": bool(below) or not namespace, "children": children}
+
+
+def _create(request: _Request) -> dict[str, Any]:
+    try:
+        table = create_table(request.catalog, request.body)
+    except TableAlreadyExistsError:
+        return {"exists": True}
+    return _described(request.spark, table, None, pinned=False)
+
+
+def _stage(request: _Request) -> dict[str, Any]:
+    from sleeper_spark.spark.sql.table_replacement import commit_definition
+
+    commit_definition(request.spark, request.catalog, request.body["stage"])
+    return {}
+
+
+def _metadata(request: _Request) -> dict[str, Any]:
+    try:
+        table = request.catalog.table(request.body["table"])
+    except TableNotFoundError as missing:
+        return {"missing": str(missing)}
+    found = metadata_table(table, str(request.body["kind"]), _version(table, request.body))
+    return found if found is not None else {"missing": f"no metadata table {request.body['kind']!r}"}
+
+
+def _procedure(request: _Request) -> dict[str, Any]:
+    name = str(request.body["name"])
+    found = procedures.spec(name)
+    if found is None:
+        return {"missing": f"there is no procedure {name!r}; the procedures: {sorted(procedures.PROCEDURES)}"}
+    return found
+
+
+def _call(request: _Request) -> dict[str, Any]:
+    return procedures.run(request.spark, request.catalog, str(request.body["name"]), request.body["arguments"])
+
+
+def _alter(request: _Request) -> dict[str, Any]:
+    table = request.catalog.table(request.body["table"])
+    changes = list(request.body["changes"])
+    for change in changes:
+        _check_change(table, change)
+    added = [StructField(c["name"], _spark_type(c["type"]), True) for c in changes if c["kind"] == "addColumn"]
+    if added:
+        table.add_columns(StructType(added))
+    for change in changes:
+        if change["kind"] == "widenColumn":
+            table.widen_column(change["name"], _spark_type(change["type"]))
+        elif change["kind"] == "dropColumn" and change["name"] in table.schema.names:
+            table.drop_column(change["name"])
+    set_ = {c["key"]: c["value"] for c in changes if c["kind"] == "setProperty"}
+    unset = tuple(c["key"] for c in changes if c["kind"] == "removeProperty")
+    if set_ or unset:
+        table.set_properties(set_, unset)
+    return _described(request.spark, table, None, pinned=False)
+
+
+def _check_change(table: Table, change: Mapping[str, Any]) -> None:
+    """Refuses, before anything is committed, a change a sleeper table cannot make, saying what to do."""
+    kind = change["kind"]
+    if kind not in ("addColumn", "widenColumn", "dropColumn", "setProperty", "removeProperty"):
+        raise ConfigError(f"table {table.name!r}: ALTER TABLE ... {kind} is not supported for sleeper tables; they "
+                          "take ADD COLUMNS, ALTER COLUMN ... TYPE (a widening), DROP COLUMN and SET/UNSET "
+                          "TBLPROPERTIES; nothing was changed")
+    if change.get("nested"):
+        raise ConfigError(f"table {table.name!r}: {change['name']!r} is a nested field; sleeper tables change "
+                          "top-level columns only; nothing was changed")
+    if kind == "addColumn" and (not change["nullable"] or change.get("positioned") or change.get("hasDefault")):
+        raise ConfigError(f"table {table.name!r}: a column is added as a nullable column at the end, with no "
+                          f"default (older files read it as null); {change['name']!r} asks for more; nothing was "
+                          "changed")
+    if kind == "dropColumn" and change["name"] not in table.schema.names and not change.get("ifExists"):
+        raise SchemaMismatchError(f"table {table.name!r} has no column {change['name']!r}; its columns: "
+                                  f"{table.schema.names}; nothing was changed")
+
+
+def _spark_type(text: str) -> Any:
+    return _parse_type(json.loads(text))
+
+
+def _drop(request: _Request) -> dict[str, Any]:
+    try:
+        request.catalog.drop_table(request.body["table"], purge=bool(request.body.get("purge")))
+    except TableNotFoundError:
+        return {"dropped": False}
+    return {"dropped": True}
+
+
+def _create_namespace(request: _Request) -> dict[str, Any]:
+    return {}  # namespaces are name prefixes: the first table created in one makes it visible
+
+
+def _drop_namespace(request: _Request) -> dict[str, Any]:
+    namespace = tuple(request.body["namespace"])
+    inside = [name for name in request.catalog.tables() if _inside(name, namespace)]
+    if inside and not request.body.get("cascade"):
+        return {"nonEmpty": True}
+    for name in inside:
+        request.catalog.drop_table(name)
+    return {"dropped": bool(inside)}
+
+
+def _changelog(request: _Request) -> dict[str, Any]:
+    try:
+        table = request.catalog.table(request.body["table"])
+    except TableNotFoundError as missing:
+        return {"missing": str(missing)}
+    return describe_changelog(table, request.body)
+
+
+_OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
+    "load": _load, "changelog": _changelog,
+    "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
+    "metadata": _metadata, "procedure": _procedure, "call": _call, "stage": _stage,
+    "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
+}
+
