@@ -51,7 +51,7 @@ from sleeper_spark.table.writes import check_partial_overwrite, check_write_args
 
 log = logging.getLogger(__name__)
 
-BRIDGE_INTERFACE = "sleeper.spark.FormatBridge"
+BRIDGE_INTERFACE = "sleeper.spark.bridge.FormatBridge"
 # How Spark's partitionBy() reaches a V1 source: a JSON list among the write's options.
 _PARTITION_COLUMNS = "__partition_columns"
 # Set by the SQL catalog's writes (SleeperWriteBuilder): where Spark's own writer cannot reach the

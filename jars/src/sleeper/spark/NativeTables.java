@@ -26,6 +26,9 @@ import org.apache.spark.util.AccumulatorContext;
 import org.apache.spark.util.CollectionAccumulator;
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
+import sleeper.spark.bridge.DriverSide;
+import sleeper.spark.bridge.FormatBridge;
+import sleeper.spark.index.SleeperFileIndex;
 
 /**
  * What the Python side calls through py4j: a DataFrame over one table version that Spark reads
@@ -36,7 +39,7 @@ public final class NativeTables {
     }
 
     /**
-     * A DataFrame over the files listed in {@code manifestFile} (see {@link FileManifest}).
+     * A DataFrame over the files listed in {@code manifestFile} (see {@code sleeper.spark.index.FileManifest}).
      *
      * @param schemaJson the table's columns as Spark's schema JSON, partition columns included
      * @param partitionColumns the partition columns in path order
@@ -57,9 +60,8 @@ public final class NativeTables {
             partitionFields.add(dataSchema.apply(column));
         }
         StructType partitionSchema = new StructType(partitionFields.toArray(new StructField[0]));
-        FileManifest manifest = FileManifest.read(manifestFile);
         String timeZone = spark.sessionState().conf().sessionLocalTimeZone();
-        SleeperFileIndex index = new SleeperFileIndex(description, rootUri, partitionSchema, manifest, timeZone);
+        SleeperFileIndex index = SleeperFileIndex.read(description, rootUri, partitionSchema, manifestFile, timeZone);
         // Data files keep their partition columns, so the data schema is the whole table; Spark
         // takes those columns' values from the index and reads the rest from the files.
         return new HadoopFsRelation(index, partitionSchema, dataSchema, Option.empty(), new SleeperParquetFormat(),
@@ -159,17 +161,17 @@ public final class NativeTables {
      * session conf over an entry a round trip, about 9 ms a helper call.
      */
     public static String sessionConf(SparkSession spark) {
-        return SleeperSource.sessionConf(spark);
+        return DriverSide.sessionConf(spark);
     }
 
     /** Connects the Python driver's side of {@code format("sleeper")} (see {@link SleeperSource}). */
     public static void connectFormat(FormatBridge driverSide) {
-        SleeperSource.connect(driverSide);
+        DriverSide.connect(driverSide);
     }
 
     /** Whether a Python driver has connected its side of {@code format("sleeper")} in this JVM. */
     public static boolean formatConnected() {
-        return SleeperSource.connected();
+        return DriverSide.connected();
     }
 
     /** The version of this jar, so that the Python side can refuse a stale one. */

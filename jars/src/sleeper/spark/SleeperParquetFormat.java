@@ -7,10 +7,8 @@ import java.util.List;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.Job;
-import org.apache.hadoop.mapreduce.TaskAttemptContext;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.execution.datasources.OutputWriter;
 import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
@@ -35,15 +33,17 @@ import scala.collection.Iterator;
 import scala.collection.immutable.Map;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
+import sleeper.spark.facts.FactsWriterFactory;
 
 /**
  * Spark's Parquet format, as sleeper_spark reads and writes it.
  *
  * <p>Writing: given the option {@value #FACTS_OPTION} (the id of a driver's
- * {@code CollectionAccumulator<String>}), each file is written by a {@link FactsOutputWriter},
- * which describes it into that accumulator (size and checksum taken from the bytes as Spark's
- * writer emits them, see {@link FileDigest}), so that the driver learns every committed file's
- * facts without listing or reading anything. Without the option it writes as Spark does.
+ * {@code CollectionAccumulator<String>}), each file is written by Spark's Parquet writer wrapped
+ * by a {@link FactsWriterFactory}, which describes the file into that accumulator (size and
+ * checksum taken from the bytes as Spark's writer emits them), so that the driver learns every
+ * committed file's facts without listing or reading anything. Without the option it writes as
+ * Spark does.
  *
  * <p>Reading: it hands parquet-mr only the pushed filters that parquet-mr evaluates correctly.
  *
@@ -86,31 +86,6 @@ public final class SleeperParquetFormat extends ParquetFileFormat {
         @SuppressWarnings("unchecked")
         CollectionAccumulator<String> facts = (CollectionAccumulator<String>) found.get();
         return new FactsWriterFactory(parquet, facts);
-    }
-
-    /** Spark's Parquet writers, each wrapped so that it describes its file. Sent to the executors. */
-    static final class FactsWriterFactory extends OutputWriterFactory {
-        private static final long serialVersionUID = 1L;
-        private final OutputWriterFactory parquet;
-        private final CollectionAccumulator<String> facts;
-
-        FactsWriterFactory(OutputWriterFactory parquet, CollectionAccumulator<String> facts) {
-            this.parquet = parquet;
-            this.facts = facts;
-        }
-
-        @Override
-        public String getFileExtension(TaskAttemptContext context) {
-            return parquet.getFileExtension(context);
-        }
-
-        @Override
-        public OutputWriter newInstance(String path, StructType dataSchema, TaskAttemptContext context) {
-            FileDigest digest = FileDigest.of(path, context);
-            OutputWriter writer = digest == null ? parquet.newInstance(path, dataSchema, context)
-                    : digest.open(parquet, path, dataSchema, context);
-            return new FactsOutputWriter(writer, path, context.getConfiguration(), dataSchema, facts, digest);
-        }
     }
 
     /** The filters, or the parts of them, whose literals reach parquet-mr unchanged. */

@@ -1,16 +1,10 @@
 package sleeper.spark;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.HashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SQLContext;
@@ -19,7 +13,6 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.CreatableRelationProvider;
@@ -29,6 +22,8 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.jdk.javaapi.CollectionConverters;
+import sleeper.spark.bridge.DriverSide;
+import sleeper.spark.bridge.FormatBridge;
 
 /**
  * {@code format("sleeper")} in a session that has the jar.
@@ -36,7 +31,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Spark finds a source by its short name in the jars before it looks at Python data sources,
  * so this class answers every {@code format("sleeper")}. Where the Python driver has connected
  * its {@link FormatBridge} (``sleeper_spark.register``, which every helper call makes), or where
- * the driver started its own Python side (a Spark Connect server, see {@link PythonSide}), batch
+ * the driver started its own Python side (a Spark Connect server, see {@link sleeper.spark.bridge.PythonSide}), batch
  * reads and writes run on Spark's own Parquet reader and writer: the table it gives Spark lacks
  * the batch capabilities, so Spark uses the V1 side, {@link #createRelation}, which asks the
  * driver's Python side for the version's files (a file index that prunes per query) or to
@@ -52,24 +47,11 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
      * to register a Python source under a name that a jar's source already has.
      */
     public static final String PYTHON_NAME = "sleeper_python";
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String SESSION_PREFIX = "spark.sleeper.";
-    private static volatile FormatBridge bridge;
 
     private PythonDataSourceV2 python;
     // Spark asks one instance for the schema and then the table of one read: one route answers both.
     private Map<String, String> routedOptions;
     private JsonNode route;
-
-    /** Connects the Python driver's side; the last one connected wins (one driver per JVM). */
-    public static void connect(FormatBridge driverSide) {
-        bridge = driverSide;
-    }
-
-    /** Whether a Python driver has connected its side in this JVM. */
-    public static boolean connected() {
-        return bridge != null;
-    }
 
     @Override
     public String shortName() {
@@ -111,30 +93,8 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
     /** A batch read: Spark's Parquet reader over a file index of the version the options select. */
     @Override
     public BaseRelation createRelation(SQLContext sqlContext, scala.collection.immutable.Map<String, String> parameters) {
-        return handOver((SparkSession) sqlContext.sparkSession(), CollectionConverters.asJava(parameters), "a read");
-    }
-
-    /**
-     * The relation over the files of the version a read with {@code options} selects, asked of the
-     * driver's Python side: what {@code format("sleeper")} and the SQL catalog's tables read.
-     */
-    static HadoopFsRelation handOver(SparkSession spark, Map<String, String> options, String what) {
-        FormatBridge driverSide = requireBridge(what);
-        JsonNode files = answer(driverSide.handOver(spark, json(options), sessionConf(spark)));
-        Path manifest = Path.of(files.get("manifest").asText());
-        try {
-            String[] partitionColumns = DriverSide.strings(files.get("partitionColumns"));
-            return NativeTables.relation(spark, files.get("description").asText(), files.get("root").asText(),
-                    manifest.toString(), files.get("schema").asText(), partitionColumns);
-        } catch (IOException error) {
-            throw new UncheckedIOException(error);
-        } finally {
-            try {
-                Files.deleteIfExists(manifest);
-            } catch (IOException ignored) {
-                // a temporary file: the operating system's cleanup removes it
-            }
-        }
+        return DriverSide.handOver((SparkSession) sqlContext.sparkSession(), CollectionConverters.asJava(parameters),
+                "a read");
     }
 
     /** A batch write: Spark's Parquet writer, then one commit, both run by the driver's Python side. */
@@ -142,20 +102,21 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
     public BaseRelation createRelation(SQLContext sqlContext, SaveMode mode,
                                        scala.collection.immutable.Map<String, String> parameters, Dataset<Row> data) {
         SparkSession spark = (SparkSession) sqlContext.sparkSession();
-        FormatBridge driverSide = requireBridge("a write");
-        answer(driverSide.write(spark, data, mode.name(), json(CollectionConverters.asJava(parameters)),
-                sessionConf(spark)));
+        FormatBridge driverSide = DriverSide.bridge("a write");
+        DriverSide.answer(driverSide.write(spark, data, mode.name(),
+                DriverSide.json(CollectionConverters.asJava(parameters)), DriverSide.sessionConf(spark)));
         return new WrittenRelation(sqlContext, data.schema());
     }
 
     private JsonNode route(Map<String, String> options) {
-        FormatBridge driverSide = connectedBridge(SparkSession.active(), "a read or write of format(\"sleeper\")");
+        FormatBridge driverSide = DriverSide.connectedBridge(SparkSession.active(),
+                "a read or write of format(\"sleeper\")");
         if (driverSide == null) {
             return null;
         }
         if (route == null || !Objects.equals(routedOptions, options)) {
             SparkSession spark = SparkSession.active();
-            route = answer(driverSide.route(spark, json(options), sessionConf(spark)));
+            route = DriverSide.answer(driverSide.route(spark, DriverSide.json(options), DriverSide.sessionConf(spark)));
             routedOptions = new HashMap<>(options);
         }
         return route;
@@ -164,9 +125,9 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
     private PythonDataSourceV2 python() {
         if (python == null) {
             SparkSession spark = SparkSession.active();
-            FormatBridge driverSide = bridge;
+            FormatBridge driverSide = DriverSide.current();
             if (driverSide != null && !spark.sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
-                answer(driverSide.register(spark)); // a session whose Python client registered nothing
+                DriverSide.answer(driverSide.register(spark)); // a session whose Python client registered nothing
             }
             if (!spark.sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
                 throw new IllegalArgumentException("the sleeper data source is not registered in this session: "
@@ -176,72 +137,6 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
             python.setShortName(PYTHON_NAME);
         }
         return python;
-    }
-
-    /**
-     * The connected bridge; where none is (a Spark Connect server, a JVM application) and this driver
-     * may start its own Python side, it is started first (see {@link PythonSide}). Null where the
-     * Python driver must connect it ({@code sleeper_spark.register}).
-     */
-    private static FormatBridge connectedBridge(SparkSession spark, String what) {
-        if (PythonSide.died()) {
-            bridge = null; // its process is gone: the bridge would fail every call
-        }
-        if (bridge == null && PythonSide.enabled(spark)) {
-            PythonSide.start(spark, what);
-        }
-        return bridge;
-    }
-
-    static FormatBridge requireBridge(String what) {
-        FormatBridge driverSide = connectedBridge(SparkSession.active(), what);
-        if (driverSide == null) {
-            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: " + what + " through Spark's own "
-                    + "Parquet reader needs the Python driver of a classic Spark session: call sleeper_spark.register"
-                    + "(spark) first; in a Spark Connect session use spark.read.format(\"sleeper\") or "
-                    + "df.write.format(\"sleeper\"), which run through the Python data source");
-        }
-        return driverSide;
-    }
-
-    /** The bridge's answer, or the sleeper_spark error it reports, message first. */
-    static JsonNode answer(String json) {
-        JsonNode node;
-        try {
-            node = JSON.readTree(json);
-        } catch (IOException error) {
-            throw new IllegalStateException("the sleeper_spark driver side answered with something other than JSON: "
-                    + json, error);
-        }
-        JsonNode error = node.get("error");
-        if (error != null) {
-            throw new IllegalArgumentException("sleeper_spark.errors." + error.asText() + ": "
-                    + node.path("message").asText());
-        }
-        JsonNode failure = node.get("failure");
-        if (failure != null) { // anything else the driver side raised, Spark's own errors included
-            throw new IllegalStateException(failure.asText());
-        }
-        return node;
-    }
-
-    /** The session's {@code spark.sleeper.*} settings, keys as set, as a JSON object. */
-    static String sessionConf(SparkSession spark) {
-        Map<String, String> settings = new HashMap<>();
-        CollectionConverters.asJava(spark.conf().getAll()).forEach((key, value) -> {
-            if (key.toLowerCase(Locale.ROOT).startsWith(SESSION_PREFIX)) {
-                settings.put(key, value);
-            }
-        });
-        return json(settings);
-    }
-
-    static String json(Map<String, String> map) {
-        try {
-            return JSON.writeValueAsString(map);
-        } catch (IOException error) {
-            throw new UncheckedIOException(error);
-        }
     }
 
     /** What a write returns to Spark: the written data's schema, for the cache Spark refreshes after an overwrite. */

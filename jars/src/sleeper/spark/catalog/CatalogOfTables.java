@@ -35,8 +35,8 @@ import org.apache.spark.sql.connector.catalog.TableInfo;
 import org.apache.spark.sql.connector.expressions.IdentityTransform;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
-import sleeper.spark.DriverSide;
-import sleeper.spark.FormatBridge;
+import sleeper.spark.bridge.DriverSide;
+import sleeper.spark.bridge.FormatBridge;
 
 /**
  * The tables of one sleeper_spark catalog as a Spark catalog, configured under the name of its

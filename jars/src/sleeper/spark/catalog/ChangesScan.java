@@ -41,7 +41,7 @@ final class ChangesScan implements V1Scan {
     /**
      * {@code readStream.changes(...)}: the streaming source of the sleeper Python data source in its
      * changes mode ({@code readChanges=true}), whose offsets are versions and whose checkpoints
-     * follow the streaming source's rules (see {@code sleeper_spark.spark.stream_changes}).
+     * follow the streaming source's rules (see {@code sleeper_spark.spark.streaming.stream_changes}).
      */
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {

@@ -28,7 +28,7 @@ import scala.Function1;
 
 /**
  * A table's {@code history} or {@code files}: a few rows the driver's Python side computes from
- * the log (see {@code sleeper_spark.spark.metadata_tables}), read as a local scan.
+ * the log (see {@code sleeper_spark.spark.sql.metadata_tables}), read as a local scan.
  */
 final class MetadataTable implements SupportsRead {
     static final Set<String> KINDS = Set.of("history", "files");

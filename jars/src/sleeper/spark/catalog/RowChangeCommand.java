@@ -13,7 +13,6 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.procedures.BoundProcedure;
 import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
 import org.apache.spark.sql.connector.read.Scan;
-import sleeper.spark.DriverSide;
 
 /**
  * One {@code MERGE INTO}, {@code UPDATE} or {@code DELETE FROM} of a sleeper table, run by the

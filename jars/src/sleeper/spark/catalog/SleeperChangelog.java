@@ -14,7 +14,7 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
-import sleeper.spark.DriverSide;
+import sleeper.spark.bridge.DriverSide;
 
 /**
  * The changes of a range of versions of one table ({@code spark.read.changes}, {@code CHANGES FROM

@@ -18,7 +18,7 @@ import org.apache.spark.sql.types.StructType;
 /**
  * One of the catalog's procedures ({@code CALL lake.system.compact(table => 'db.t')}): its
  * parameters come from the driver's Python side, which also runs it (see
- * {@code sleeper_spark.spark.procedures}); a parameter other than {@code table} may be left out.
+ * {@code sleeper_spark.spark.sql.procedures}); a parameter other than {@code table} may be left out.
  */
 final class SleeperProcedure implements UnboundProcedure, BoundProcedure {
     private final CatalogOfTables catalog;

@@ -31,8 +31,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
-import sleeper.spark.DriverSide;
 import sleeper.spark.SleeperSource;
+import sleeper.spark.bridge.DriverSide;
 
 /**
  * One sleeper table as the SQL catalog gives it to Spark: read with Spark's own Parquet scan over

@@ -10,8 +10,8 @@ import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.sources.InsertableRelation;
-import sleeper.spark.DriverSide;
-import sleeper.spark.FormatBridge;
+import sleeper.spark.bridge.DriverSide;
+import sleeper.spark.bridge.FormatBridge;
 
 /**
  * A write into a catalog table ({@code INSERT INTO}, {@code df.writeTo(...).append()}, and the

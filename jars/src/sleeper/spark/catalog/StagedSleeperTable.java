@@ -21,7 +21,7 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
  * SELECT]} before it is committed. Nothing is changed when Spark stages it: the rows Spark writes
  * into it carry the definition (the option {@link #STAGE}), and the driver's Python side makes
  * or replaces the table and commits the rows together (see
- * {@code sleeper_spark.spark.table_replacement}); a statement with no rows commits the
+ * {@code sleeper_spark.spark.sql.table_replacement}); a statement with no rows commits the
  * definition alone in {@link #commitStagedChanges}. A failed statement commits nothing.
  */
 final class StagedSleeperTable implements StagedTable, SupportsWrite {

@@ -1,4 +1,4 @@
-package sleeper.spark;
+package sleeper.spark.facts;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;

@@ -1,4 +1,4 @@
-package sleeper.spark;
+package sleeper.spark.bridge;
 
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -12,9 +12,9 @@ import org.apache.spark.sql.classic.SparkSession;
  * <p>Each method gets the read's or write's options and the session's {@code spark.sleeper.*}
  * settings as two JSON objects of strings (one string crosses py4j in one call, where a map
  * costs a call per entry), and answers with one JSON object. A failure is {@code {"error": <name>,
- * "message": <text>}}, where the name is a sleeper_spark error class; {@link SleeperSource} turns
- * it into an exception whose message starts {@code sleeper_spark.errors.<name>: }. Any other
- * failure is {@code {"failure": <text>}}.
+ * "message": <text>}}, where the name is a sleeper_spark error class; {@link DriverSide#answer}
+ * turns it into an exception whose message starts {@code sleeper_spark.errors.<name>: }. Any
+ * other failure is {@code {"failure": <text>}}.
  */
 public interface FormatBridge {
     /**
@@ -27,7 +27,7 @@ public interface FormatBridge {
 
     /**
      * The files of the version a read selects: {@code {"description", "root", "manifest",
-     * "schema", "partitionColumns"}}, as {@link NativeTables#relation} takes them. The manifest
+     * "schema", "partitionColumns"}}, as {@link sleeper.spark.NativeTables#relation} takes them. The manifest
      * is a temporary file that the caller deletes once it is read.
      */
     String handOver(SparkSession spark, String options, String sessionConf);
@@ -38,7 +38,7 @@ public interface FormatBridge {
     /**
      * What the SQL catalog asks of the table catalog behind it: {@code request} is a JSON object
      * with {@code "op"} (load, list, namespaces, create, drop) and the catalog's options under
-     * {@code "options"}; the answer is one JSON object (see {@code sleeper_spark.spark.sql_catalog}).
+     * {@code "options"}; the answer is one JSON object (see {@code sleeper_spark.spark.sql.sql_catalog}).
      */
     String catalog(SparkSession spark, String request, String sessionConf);
 
@@ -59,7 +59,7 @@ public interface FormatBridge {
     Object changes(SparkSession spark, String request, String sessionConf);
 
     /**
-     * Registers the sleeper Python data source (as {@value SleeperSource#PYTHON_NAME}) in {@code spark},
+     * Registers the sleeper Python data source (as {@value sleeper.spark.SleeperSource#PYTHON_NAME}) in {@code spark},
      * where the Python driver did not (a Spark Connect session whose client did not call
      * {@code sleeper_spark.register}): {@code {}}, or an error as the other methods answer.
      */

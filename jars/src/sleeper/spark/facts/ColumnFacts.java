@@ -1,4 +1,4 @@
-package sleeper.spark;
+package sleeper.spark.facts;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.types.BooleanType;

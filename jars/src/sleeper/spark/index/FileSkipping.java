@@ -1,4 +1,4 @@
-package sleeper.spark;
+package sleeper.spark.index;
 
 import java.util.List;
 import java.util.Map;

@@ -1,4 +1,4 @@
-package sleeper.spark;
+package sleeper.spark.facts;
 
 import java.io.IOException;
 import java.io.InputStream;

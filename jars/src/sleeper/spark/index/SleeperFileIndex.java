@@ -1,5 +1,6 @@
-package sleeper.spark;
+package sleeper.spark.index;
 
+import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -58,8 +59,17 @@ public final class SleeperFileIndex implements FileIndex {
     private record Partition(InternalRow values, List<Integer> files) {
     }
 
-    SleeperFileIndex(String description, String rootUri, StructType partitionSchema, FileManifest manifest,
-                     String timeZone) {
+    /**
+     * The index over the files listed in {@code manifestFile} (see {@link FileManifest}), whose
+     * partition values are read as Spark's types in the session time zone {@code timeZone}.
+     */
+    public static SleeperFileIndex read(String description, String rootUri, StructType partitionSchema,
+                                        String manifestFile, String timeZone) throws IOException {
+        return new SleeperFileIndex(description, rootUri, partitionSchema, FileManifest.read(manifestFile), timeZone);
+    }
+
+    private SleeperFileIndex(String description, String rootUri, StructType partitionSchema, FileManifest manifest,
+                             String timeZone) {
         this.description = description;
         this.rootUri = rootUri;
         this.root = new Path(rootUri);

@@ -1,4 +1,4 @@
-package sleeper.spark;
+package sleeper.spark.index;
 
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;

@@ -1,4 +1,4 @@
-package sleeper.spark;
+package sleeper.spark.bridge;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -23,7 +23,7 @@ import org.apache.spark.sql.classic.SparkSession;
  * {@code PythonRunner} starts a Python application: a py4j gateway in this JVM, and Python given
  * its port and secret ({@code PYSPARK_GATEWAY_PORT}, {@code PYSPARK_GATEWAY_SECRET}), which
  * attaches to this JVM's SparkContext and connects the bridge (module
- * {@code sleeper_spark.spark.jvm_started}). So a classic session and a Connect server run one
+ * {@code sleeper_spark.spark.bridge.jvm_started}). So a classic session and a Connect server run one
  * design: the jar calls the bridge, whoever started the Python side.
  *
  * <p>One process per driver, started when the bridge is first needed and reused; started again
@@ -36,7 +36,7 @@ import org.apache.spark.sql.classic.SparkSession;
 public final class PythonSide {
     public static final String CONF = "spark.sleeper_spark.pythonSide";
     public static final String TIMEOUT_CONF = "spark.sleeper_spark.pythonSide.timeoutSeconds";
-    static final String MODULE = "sleeper_spark.spark.jvm_started";
+    static final String MODULE = "sleeper_spark.spark.bridge.jvm_started";
     // Set by PySpark in the environment of a JVM that a Python driver launched.
     private static final String PYSPARK_DRIVER_MARK = "_PYSPARK_DRIVER_CONN_INFO_PATH";
 
@@ -100,7 +100,7 @@ public final class PythonSide {
 
     private static void awaitConnection(SparkConf conf, String python, String what) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(conf.getLong(TIMEOUT_CONF, 120));
-        while (!SleeperSource.connected()) {
+        while (!DriverSide.connected()) {
             if (!process.isAlive() || System.nanoTime() > deadline) {
                 String state = process.isAlive() ? "did not connect in time" : "exited with code "
                         + process.exitValue();

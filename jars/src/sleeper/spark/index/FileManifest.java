@@ -1,4 +1,4 @@
-package sleeper.spark;
+package sleeper.spark.index;
 
 import java.io.FileInputStream;
 import java.io.IOException;
