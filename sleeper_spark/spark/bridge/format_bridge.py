@@ -75,7 +75,7 @@ def connect(spark: Any, entry: Any) -> None:
 
 
 class FormatBridge:
-    """The ``sleeper.spark.FormatBridge`` the JVM calls; each method runs on a py4j callback thread."""
+    """The ``sleeper.spark.bridge.FormatBridge`` the JVM calls; each method runs on a py4j callback thread."""
 
     def __init__(self, context: Any) -> None:
         self._context = context

@@ -1,7 +1,7 @@
 """The Python side of a driver whose JVM started it (``python -m sleeper_spark.spark.bridge.jvm_started``).
 
 A Spark Connect server, or a JVM application, has the jar but no Python driver to call; the jar's
-``sleeper.spark.PythonSide`` then starts this module with a py4j gateway's port and secret in
+``sleeper.spark.bridge.PythonSide`` then starts this module with a py4j gateway's port and secret in
 ``PYSPARK_GATEWAY_PORT`` / ``PYSPARK_GATEWAY_SECRET``, as Spark's ``PythonRunner`` starts a Python
 application. It attaches a Python ``SparkContext`` to the JVM's running one (PySpark connects to
 an existing gateway when those variables are set), connects the bridge the jar calls

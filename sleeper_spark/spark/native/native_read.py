@@ -2,7 +2,7 @@
 
 The live files and their statistics come from :func:`files_for` as one Arrow table (the hand-over
 format below); it is written to a temporary Arrow IPC stream that the JVM reads into its file
-index (``sleeper.spark.SleeperFileIndex``) in one call. Arrow keeps the hand-over columnar and
+index (``sleeper.spark.index.SleeperFileIndex``) in one call. Arrow keeps the hand-over columnar and
 typed, so the JVM parses nothing: 100,000 files go across in well under a second.
 
 Hand-over columns, one row per file: ``path`` (relative to the table root), ``size``, ``mtime``
