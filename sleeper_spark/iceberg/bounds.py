@@ -1,5 +1,7 @@
 """A data file's column statistics as Iceberg metrics, published only where they are exact and safe.
 
+Counts are :mod:`sleeper_spark.iceberg.counts`' job; the bounds are this module's.
+
 Iceberg readers skip a file when its bounds prove no row can match, so a bound that is off by
 one step in the wrong direction makes them silently drop rows. Every rule below therefore errs
 on the side of a wider bound, or of no bound at all (a reader then reads the file):
@@ -35,6 +37,7 @@ from typing import Any, NamedTuple
 from pyiceberg.conversions import to_bytes
 from pyiceberg.types import DoubleType, FloatType, IntegerType, PrimitiveType
 
+from sleeper_spark.iceberg.counts import CountsEncoder
 from sleeper_spark.iceberg.schema import iceberg_type
 from sleeper_spark.models import ColumnStats, TableSchema
 from sleeper_spark.models.files import StatValue
@@ -63,6 +66,7 @@ class FileMetrics:
 
     value_counts: dict[int, int]
     null_value_counts: dict[int, int]
+    nan_value_counts: dict[int, int]
     lower_bounds: dict[int, bytes]
     upper_bounds: dict[int, bytes]
 
@@ -78,6 +82,7 @@ class MetricsEncoder:
     """Iceberg metrics of data files of one schema (``ids`` maps column names to field ids)."""
 
     def __init__(self, schema: TableSchema, ids: Mapping[str, int], partition_by: Sequence[str]) -> None:
+        self._counts = CountsEncoder(schema, ids, partition_by)
         self._columns: list[_Column] = []
         for f in schema.fields:
             if f.type.name in _NESTED or f.name in partition_by or f.name not in ids:
@@ -86,16 +91,21 @@ class MetricsEncoder:
             assert isinstance(iceberg, PrimitiveType)
             self._columns.append(_Column(f.name, ids[f.name], f.type, iceberg))
 
-    def metrics(self, stats: Mapping[str, ColumnStats], row_count: int) -> FileMetrics:
-        """The metrics of a file with ``row_count`` rows and these column statistics."""
-        metrics = FileMetrics({}, {}, {}, {})
+    @property
+    def counted(self) -> frozenset[int]:
+        """The field ids whose counts every file of this schema gets (but one with a false stat)."""
+        return self._counts.expected
+
+    def metrics(self, stats: Mapping[str, ColumnStats], row_count: int,
+                partition: Mapping[str, str | None]) -> FileMetrics:
+        """The metrics of a file with ``row_count`` rows, these column statistics and partition values."""
+        counts = self._counts.counts(stats, row_count, partition)
+        metrics = FileMetrics(counts.value_counts, counts.null_value_counts, counts.nan_value_counts, {}, {})
         for column in self._columns:
             stat = stats.get(column.name)
             # A null count above the row count is a false stat: it would let readers skip the file.
             if stat is None or stat.null_count > row_count:
                 continue
-            metrics.value_counts[column.field_id] = row_count
-            metrics.null_value_counts[column.field_id] = stat.null_count
             lower, upper = _bounds(column, stat.min, stat.max)
             if lower is not None:
                 metrics.lower_bounds[column.field_id] = lower

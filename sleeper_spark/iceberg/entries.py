@@ -51,10 +51,15 @@ class EntryBuilder:
         ``snapshot_id``; an ``EXISTING`` one keeps the snapshot that added its file: the version in
         ``added_version``, or ``base`` (the first published version) for a file added before it.
         ``known`` holds data files already built, by path (read back from the manifest being
-        rewritten: a file's facts never change), which are taken as they are."""
+        rewritten: a file's facts never change), which are taken as they are when they count
+        every column of this schema (one built under an older schema, or by a version that
+        published fewer counts, is built again)."""
         if rows.num_rows == 0:
             return
         paths = [f"{self._location}/{path}" for path in rows.column("path").to_pylist()]
+        counted = self._metrics.counted
+        known = {path: data_file for path in paths if (data_file := known.get(path)) is not None
+                 and counted.issubset(data_file.value_counts or ())}
         missing = [i for i, path in enumerate(paths) if path not in known]
         built = dict(zip([paths[i] for i in missing], self._data_files(rows.take(missing)), strict=True)) \
             if missing else {}
@@ -75,11 +80,12 @@ class EntryBuilder:
         partitions = self._partitions(rows)
         data_files = []
         for i, ref in enumerate(self._layout.file_refs(rows)):
-            metrics = self._metrics.metrics(ref.column_stats, ref.row_count)
+            metrics = self._metrics.metrics(ref.column_stats, ref.row_count, ref.partition)
             data_files.append(DataFile.from_args(
                 content=DataFileContent.DATA, file_path=f"{self._location}/{ref.path}", file_format=FileFormat.PARQUET,
                 partition=partitions[i], record_count=ref.row_count, file_size_in_bytes=ref.size_bytes,
                 value_counts=metrics.value_counts, null_value_counts=metrics.null_value_counts,
+                nan_value_counts=metrics.nan_value_counts,
                 lower_bounds=metrics.lower_bounds, upper_bounds=metrics.upper_bounds,
             ))
         return data_files

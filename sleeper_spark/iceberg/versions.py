@@ -137,8 +137,10 @@ def next_version(last: Published, state: TableState, table_id: str, files: Files
         schemas.append(schema)
     builder = EntryBuilder(location, state.schema, ids, state.partition_by)
     manifests = {k: m for k, m in last.manifests.items() if m.has_added_files() or m.has_existing_files()}
-    stored = {m.manifest_path: last.stored[m.manifest_path] for m in manifests.values()
-              if m.manifest_path in last.stored}
+    # A column added since: the entries stored lack its counts (see _recount).
+    added_columns = set(state.schema.names) - set(last.state.schema.names)
+    stored = {} if added_columns else {m.manifest_path: last.stored[m.manifest_path] for m in manifests.values()
+                                       if m.manifest_path in last.stored}
     writing = _Writing(files, location, last.metadata.spec(), schemas[-1], version, last.base, builder,
                        read or _nothing_read, stored)
     latest = state.latest
@@ -151,6 +153,8 @@ def next_version(last: Published, state: TableState, table_id: str, files: Files
         _rewrite_removals(writing, manifests, new_rows, removed)
     else:
         added = new_rows.filter(pc.equal(new_rows.column("added_version"), version))
+    if added_columns:
+        _recount(writing, manifests, new_rows)
     if added.num_rows:
         manifests[version] = writing.manifest(version, builder.entries(added, ManifestEntryStatus.ADDED, version,
                                                                        last.base))
@@ -275,6 +279,22 @@ def _rewrite_removals(writing: _Writing, manifests: dict[int, ManifestFile], row
         entries = [*writing.builder.entries(live, ManifestEntryStatus.EXISTING, version, base, known),
                    *writing.builder.entries(gone, ManifestEntryStatus.DELETED, version, base, known)]
         manifests[group] = writing.manifest(group, entries)
+
+
+def _recount(writing: _Writing, manifests: dict[int, ManifestFile], rows: pa.Table) -> None:
+    """Rewrites the manifests not yet rewritten by this version, their live files ``EXISTING``:
+    after a column is added, their entries lack its counts, which some readers take as "no
+    nulls" (see :mod:`sleeper_spark.iceberg.counts`), though the files lack the column. Entries
+    are built from the files table, as reading the manifests back would build them all again."""
+    keys = sorted(manifests)
+    for group in keys:
+        if manifests[group].added_snapshot_id == writing.version:
+            continue
+        live = _in_group(rows, [*keys, writing.version], group, writing.base)
+        if live.num_rows == 0:
+            continue
+        manifests[group] = writing.manifest(
+            group, writing.builder.entries(live, ManifestEntryStatus.EXISTING, writing.version, writing.base))
 
 
 def _merge(writing: _Writing, manifests: dict[int, ManifestFile], rows: pa.Table) -> None:

@@ -36,7 +36,7 @@ def one_column(data_type: DataType, low: StatValue, high: StatValue, null_count:
     """The metrics of a file of a one-column table (column "c", id 7)."""
     schema = TableSchema(fields=(Field(name="c", type=data_type),))
     encoder = MetricsEncoder(schema, {"c": 7}, ())
-    return encoder.metrics({"c": ColumnStats(min=low, max=high, null_count=null_count)}, rows)
+    return encoder.metrics({"c": ColumnStats(min=low, max=high, null_count=null_count)}, rows, {})
 
 
 def bounds(data_type: DataType, low: StatValue, high: StatValue, iceberg: PrimitiveType) -> tuple[object, object]:
@@ -61,17 +61,18 @@ def next_float32_up(value: float) -> float:
     return float(struct.unpack("<f", struct.pack("<I", bits + (1 if value > 0 else -1)))[0])
 
 
-def test_counts_are_published_only_for_columns_with_stats() -> None:
-    # Given a table with two columns, a file with stats for one of them only
+def test_a_column_without_stats_gets_counts_but_no_bounds() -> None:
+    # Given a table with two columns, a file with stats for one of them only (the other was added
+    # after the file was written)
     schema = TableSchema(fields=(Field(name="a", type=DataType(name="int32")),
                                  Field(name="b", type=DataType(name="int32"))))
     encoder = MetricsEncoder(schema, {"a": 1, "b": 2}, ())
 
     # When its metrics are built
-    metrics = encoder.metrics({"a": ColumnStats(min=1, max=5, null_count=3)}, 10)
+    metrics = encoder.metrics({"a": ColumnStats(min=1, max=5, null_count=3)}, 10, {})
 
-    # Then the column without stats gets nothing; the other its counts and bounds
-    assert metrics.value_counts == {1: 10} and metrics.null_value_counts == {1: 3}
+    # Then the column without stats is null in every row and has no bounds; the other its counts and bounds
+    assert metrics.value_counts == {1: 10, 2: 10} and metrics.null_value_counts == {1: 3, 2: 10}
     assert decoded(IntegerType(), metrics.lower_bounds[1]) == 1
     assert decoded(IntegerType(), metrics.upper_bounds[1]) == 5
     assert set(metrics.lower_bounds) == set(metrics.upper_bounds) == {1}
@@ -88,16 +89,17 @@ def test_partition_nested_and_binary_columns_get_no_bounds() -> None:
              "blob": ColumnStats(min="YQ==", max="Yg==", null_count=2), "n": ColumnStats(min=-3, max=3)}
 
     # When the file's metrics are built
-    metrics = encoder.metrics(stats, 4)
+    metrics = encoder.metrics(stats, 4, {"day": "2024-01-01"})
 
-    # Then the partition and nested columns are absent, the binary one has counts only
-    assert metrics.value_counts == {4: 4, 5: 4} and metrics.null_value_counts == {4: 2, 5: 0}
+    # Then the partition and nested columns have no bounds (nor the struct counts: it holds a
+    # null, so its leaf's nulls are unknown), the binary one has counts only
+    assert metrics.value_counts == {1: 4, 4: 4, 5: 4} and metrics.null_value_counts == {1: 0, 4: 2, 5: 0}
     assert set(metrics.lower_bounds) == set(metrics.upper_bounds) == {5}
 
 
 def test_a_null_count_above_the_row_count_is_not_published() -> None:
     metrics = one_column(DataType(name="int32"), 1, 2, null_count=11, rows=10)
-    assert metrics == FileMetrics({}, {}, {}, {})
+    assert metrics == FileMetrics({}, {}, {}, {}, {})
 
 
 @pytest.mark.parametrize(("data_type", "low", "high", "iceberg", "expected"), [
