@@ -9,6 +9,7 @@ table exactly once (tests/invariants.py) and each caller got the version that ho
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from datetime import timedelta
@@ -198,11 +199,23 @@ def test_a_group_put_whose_answer_is_lost_lands_once(table: ss.Table, memory_bac
                                    WriteOutcome(1, 0, 3, True), *outcomes])
 
 
-def test_threads_of_one_process_share_versions(table: ss.Table) -> None:
+def test_threads_of_one_process_share_versions(table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
     # Given 8 threads appending 15 times each through one catalog
     outcomes: list[WriteOutcome] = []
     answers: list[tuple[int, int, ss.Snapshot]] = []
     barrier = threading.Barrier(8)
+    group = table.group_commit
+    assert group is not None
+
+    def hold_the_first_put() -> None:
+        # The first leader's put waits until two other threads queue behind it: they ride together
+        # next, however the threads happen to be scheduled.
+        deadline = time.monotonic() + 300
+        while len(group._queue) < 2:
+            assert time.monotonic() < deadline, "the other threads never queued"
+            time.sleep(0.001)
+
+    memory_backend.logs[table.table_id].at_start_of_next_append(hold_the_first_put)
 
     def append(thread: int) -> None:
         barrier.wait()
