@@ -22,6 +22,7 @@ from tests.fixtures.processes import racing_context
 from tests.fixtures.spark import spark_environment
 from tests.fixtures.sql_catalog import session_conf
 from tests.invariants import check_log_invariants
+from tests.reliability.budget import LONG_RUN
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -75,6 +76,11 @@ def test_merges_racing_appends_and_compaction_lose_nothing(spark: SparkSession, 
 
 def test_two_drivers_merging_the_same_new_keys_insert_each_once(spark: SparkSession, catalog: ss.Catalog,
                                                                  tmp_path: Path) -> None:
+    if catalog.config.catalog != "local" and not LONG_RUN:
+        # Which merge inserts and which updates rests on the commit protocol, whose contract every
+        # backend passes; a second Spark driver on each backend takes minutes, so CI races on the
+        # local one (the race with appends and compactions above runs on both).
+        pytest.skip("on the local catalog only, but in a long run: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
     # Given a table without keys 500..519, and another Spark driver that upserts them three times
     # with SQL's MERGE INTO
     table = seeded(catalog)

@@ -56,7 +56,7 @@ RACE_ELSEWHERE_S = (1.0, 2.0, 0.6)
 DEAD_WRITERS = 10_000
 
 
-@pytest.mark.timeout(budget.timeout_for(30 * max(budget.kill_trials(kind) for kind in KINDS)))
+@pytest.mark.timeout(budget.timeout_for(30 * max(budget.group_kill_trials(kind) for kind in KINDS)))
 @pytest.mark.parametrize("kind", catalog_params(KINDS))
 def test_sigkilled_group_committers_never_lose_or_double_a_write(kind: str, request: pytest.FixtureRequest,
                                                                 tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_sigkilled_group_committers_never_lose_or_double_a_write(kind: str, requ
     shortest, longest, between = RACE_S.get(kind, RACE_ELSEWHERE_S)
     catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     outcomes: list[WriteOutcome] = []
-    trials = budget.kill_trials(kind)
+    trials = budget.group_kill_trials(kind)
     for trial in range(trials):
         journals = [tmp_path / f"journal-{trial}-{w}" for w in range(WORKERS)]
         writers = [trial * WORKERS + w for w in range(WORKERS)]
