@@ -13,4 +13,5 @@ bash scripts/build-jar.sh --check      # the committed jar is exactly what jars/
 bash scripts/test-floors.sh            # the core unit tests and tests/cli on the lowest declared pyarrow, pydantic, tenacity, boto3, typer, rich
 # Two worker processes: much of the suite waits on servers, subprocesses and Spark, and the
 # other worker runs meanwhile. Each worker starts the servers and the SparkSession it needs.
-exec .venv/bin/python -m pytest -n 2 "$@"
+# --durations=30 lists the slowest tests at the end, so a test that grows slow shows.
+exec .venv/bin/python -m pytest -n 2 --durations=30 "$@"

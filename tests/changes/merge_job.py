@@ -1,15 +1,17 @@
 """Run by test_merge_races.py: a second Spark driver that upserts the same keys as the test, with
 SQL's ``MERGE INTO`` on the catalog's table ``lake.t``.
 
-    python tests/changes/merge_job.py OPTIONS_JSON MERGES FIRST_KEY KEYS
+    python tests/changes/merge_job.py OPTIONS_JSON MERGES FIRST_KEY KEYS [READY_FILE]
 
-Prints one JSON line: how many of its merges committed and how many gave up on conflicts.
+Creates READY_FILE (if given) once its session is up, just before its first merge. Prints one
+JSON line: how many of its merges committed and how many gave up on conflicts.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -32,11 +34,13 @@ def upsert_by_sql(spark: SparkSession, name: str, first_key: int, keys: int) -> 
               "WHEN MATCHED THEN UPDATE SET count = target.count + 1 WHEN NOT MATCHED THEN INSERT *")
 
 
-def main(options: dict[str, str], merges: int, first_key: int, keys: int) -> None:
+def main(options: dict[str, str], merges: int, first_key: int, keys: int, ready: str | None = None) -> None:
     catalog = ss.Catalog.from_options(options)
     spark = ss.configure_spark(SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
                                .config("spark.ui.showConsoleProgress", "false"), catalogs={"lake": catalog}).getOrCreate()
     ss.register(spark)
+    if ready is not None:
+        Path(ready).touch()
     committed = gave_up = 0
     for _ in range(merges):
         try:
@@ -51,4 +55,4 @@ def main(options: dict[str, str], merges: int, first_key: int, keys: int) -> Non
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    main(json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), *sys.argv[5:6])

@@ -113,7 +113,8 @@ def test_an_update_reads_every_file_that_holds_a_row_its_where_selects(spark: Sp
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_merge_reads_every_file_that_holds_a_row_its_condition_may_match(spark: SparkSession, tmp_path: Any,
                                                                            seed: int) -> None:
-    # Given a table of 24 files, a source of a few keys, and 80 random merge conditions
+    # Given a table of 24 files, a source of a few keys, and 40 random merge conditions (a Spark
+    # job each)
     rng = random.Random(seed)
     table, raw = write_table(ss.Catalog.local(str(tmp_path)), rng)
     state, names = table.state(), _file_keys(table.state())
@@ -127,7 +128,7 @@ def test_a_merge_reads_every_file_that_holds_a_row_its_condition_may_match(spark
             "target.value = source.id", leaf(rng, "target."),
         ])
 
-    conditions = [condition(rng, 3, atom) for _ in range(80)]
+    conditions = [condition(rng, 3, atom) for _ in range(40)]
 
     # When Spark evaluates each over every pair of a target and a source row
     pairs = truth_frame(spark, raw).alias("target").crossJoin(source.alias("source"))

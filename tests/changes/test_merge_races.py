@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tests.fixtures.processes import racing_context
 from tests.fixtures.spark import spark_environment
 from tests.fixtures.sql_catalog import session_conf
 from tests.invariants import check_log_invariants
+from tests.reliability.budget import LONG_RUN
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -45,10 +47,11 @@ def test_merges_racing_appends_and_compaction_lose_nothing(spark: SparkSession, 
     for racer in racers:
         racer.start()
 
-    # When this process upserts keys 0..29 (updating 0..99's first third, none new) four times
+    # When this process upserts keys 0..29 (updating 0..99's first third, none new) three times
+    # while they run (each may lose to them every time), and once more after they finished
     outcomes = []
     try:
-        for _ in range(4):
+        for _ in range(3):
             try:
                 outcomes.append(upsert(spark, table, 0, 30).version)
             except ss.CommitConflictError:
@@ -57,6 +60,7 @@ def test_merges_racing_appends_and_compaction_lose_nothing(spark: SparkSession, 
         for racer in racers:
             racer.join(timeout=300)
     assert all(racer.exitcode == 0 for racer in racers)
+    outcomes.append(upsert(spark, table, 0, 30).version)  # nothing races it: it commits
 
     # Then the log and files are sound, every append is there once, every merge counted once
     check_log_invariants(table)
@@ -73,23 +77,33 @@ def test_merges_racing_appends_and_compaction_lose_nothing(spark: SparkSession, 
 
 def test_two_drivers_merging_the_same_new_keys_insert_each_once(spark: SparkSession, catalog: ss.Catalog,
                                                                  tmp_path: Path) -> None:
-    # Given a table without keys 500..519, and another Spark driver that upserts them three times
-    # with SQL's MERGE INTO
+    if catalog.config.catalog != "local" and not LONG_RUN:
+        # Which merge inserts and which updates rests on the commit protocol, whose contract every
+        # backend passes; a second Spark driver on each backend takes minutes, so CI races on the
+        # local one (the race with appends and compactions above runs on both).
+        pytest.skip("on the local catalog only, but in a long run: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
+    # Given a table without keys 500..519, and another Spark driver that upserts them with SQL's
+    # MERGE INTO
     table = seeded(catalog)
-    other = subprocess.Popen([sys.executable, str(HERE / "merge_job.py"), json.dumps(catalog.options()), "3", "500",
-                              "20"], env=spark_environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, cwd=HERE.parents[1])
+    ready = tmp_path / "other-driver-ready"
+    other = subprocess.Popen([sys.executable, str(HERE / "merge_job.py"), json.dumps(catalog.options()), "1", "500",
+                              "20", str(ready)], env=spark_environment(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=HERE.parents[1])
+    # (its merge starts once its session is up, however long that takes: then ours starts too)
+    deadline = time.monotonic() + 300
+    while not ready.exists() and other.poll() is None:
+        assert time.monotonic() < deadline, "the other driver never started"
+        time.sleep(0.1)
 
-    # When this driver upserts the same keys three times meanwhile, with MERGE INTO as well
+    # When this driver upserts the same keys meanwhile, with MERGE INTO as well
     mine = 0
     with session_conf(spark, catalog_conf("lake", catalog)):
-        for _ in range(3):
-            try:
-                upsert_by_sql(spark, "lake.t", 500, 20)
-                mine += 1
-            except Exception as error:
-                if not isinstance(ss.sleeper_error(error), ss.CommitConflictError):
-                    raise
+        try:
+            upsert_by_sql(spark, "lake.t", 500, 20)
+            mine += 1
+        except Exception as error:
+            if not isinstance(ss.sleeper_error(error), ss.CommitConflictError):
+                raise
     out, err = other.communicate(timeout=600)
     assert other.returncode == 0, err[-3000:]
     theirs = json.loads(out.strip().splitlines()[-1])["committed"]

@@ -9,6 +9,7 @@ table exactly once (tests/invariants.py) and each caller got the version that ho
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from datetime import timedelta
@@ -16,7 +17,7 @@ from datetime import timedelta
 import pytest
 
 import sleeper_spark as ss
-from sleeper_spark.commit.group import SOLO_ATTEMPTS
+from sleeper_spark.commit.group import BACK_TO_BACK_S, SOLO_ATTEMPTS
 from sleeper_spark.log import AppendOutcomeUnknownError, InMemoryLogBackend
 from sleeper_spark.log.pending import InMemoryPendingAppends
 from sleeper_spark.models import AppendGroup
@@ -79,7 +80,9 @@ def test_a_lone_writer_pays_one_put_and_no_read(table: ss.Table, memory_backend:
     log = memory_backend.logs[table.table_id]
     pending = pending_of(memory_backend, table)
     appends, reads = log.append_calls, log.read_calls
-    # When it appends alone
+    # When it appends alone (after a pause, however long the load makes it: one that appends back
+    # to back also lists the pending records once a second)
+    time.sleep(BACK_TO_BACK_S)
     snapshot = table.write(**tagged(0, 1))
     # Then it made one conditional put, no read and no pending record, and its version is its own
     assert (log.append_calls - appends, log.read_calls - reads) == (1, 0)
@@ -198,11 +201,23 @@ def test_a_group_put_whose_answer_is_lost_lands_once(table: ss.Table, memory_bac
                                    WriteOutcome(1, 0, 3, True), *outcomes])
 
 
-def test_threads_of_one_process_share_versions(table: ss.Table) -> None:
+def test_threads_of_one_process_share_versions(table: ss.Table, memory_backend: InMemoryLogBackend) -> None:
     # Given 8 threads appending 15 times each through one catalog
     outcomes: list[WriteOutcome] = []
     answers: list[tuple[int, int, ss.Snapshot]] = []
     barrier = threading.Barrier(8)
+    group = table.group_commit
+    assert group is not None
+
+    def hold_the_first_put() -> None:
+        # The first leader's put waits until two other threads queue behind it: they ride together
+        # next, however the threads happen to be scheduled.
+        deadline = time.monotonic() + 300
+        while len(group._queue) < 2:
+            assert time.monotonic() < deadline, "the other threads never queued"
+            time.sleep(0.001)
+
+    memory_backend.logs[table.table_id].at_start_of_next_append(hold_the_first_put)
 
     def append(thread: int) -> None:
         barrier.wait()

@@ -31,7 +31,7 @@ def append_many(warehouse: str, writer: int, ready: Any) -> list[WriteOutcome]:
     return outcomes
 
 
-def wait_for_version_above(table: ss.Table, version: int, timeout_s: float = 60) -> None:
+def wait_for_version_above(table: ss.Table, version: int, timeout_s: float = 300) -> None:
     deadline = time.monotonic() + timeout_s
     while table.head.catch_up().version <= version:
         assert time.monotonic() < deadline, "the appenders never committed"

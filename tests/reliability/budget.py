@@ -13,6 +13,7 @@ The long run is one command (docs/reliability.md)::
 variable                   what                                                        default
 =========================  ==========================================================  ==========
 SLEEPER_KILL_TRIALS        SIGKILL trials per catalog kind                              6 local, 3 others
+                           (of three group-committing writers: 3 local, 2 others)
 SLEEPER_KILL_SEED          seed of the kill moments and worker modes                    20261122
 SLEEPER_FAULT_WRITES       writes per fault-injection run                               150
 SLEEPER_FAULT_SEED         seed of the fault schedules                                  7
@@ -20,6 +21,7 @@ SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                 
 SLEEPER_TORTURE_WORKERS    how many torture processes                                   8
 SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/storage)    unset
                            and the sink kill test on AWS (tests/streaming)
+                           and the two-driver merge race on AWS (tests/changes)
                            and 300 runs of each exit script (tests/test_clean_exit.py)
                            and more differential tables and cluster rows (tests/spark)
 =========================  ==========================================================  ==========
@@ -36,6 +38,9 @@ import pytest
 
 DEFAULT_KILL_TRIALS = {"local": 6}
 DEFAULT_KILL_TRIALS_ELSEWHERE = 3
+# A trial of three group-committing writers starts three processes: fewer of them by default.
+DEFAULT_GROUP_KILL_TRIALS = {"local": 3}
+DEFAULT_GROUP_KILL_TRIALS_ELSEWHERE = 2
 
 
 def _int(name: str, default: int) -> int:
@@ -45,6 +50,10 @@ def _int(name: str, default: int) -> int:
 
 def kill_trials(kind: str) -> int:
     return _int("SLEEPER_KILL_TRIALS", DEFAULT_KILL_TRIALS.get(kind, DEFAULT_KILL_TRIALS_ELSEWHERE))
+
+
+def group_kill_trials(kind: str) -> int:
+    return _int("SLEEPER_KILL_TRIALS", DEFAULT_GROUP_KILL_TRIALS.get(kind, DEFAULT_GROUP_KILL_TRIALS_ELSEWHERE))
 
 
 KILL_SEED = _int("SLEEPER_KILL_SEED", 20261122)

@@ -17,6 +17,9 @@ MODE says what else it does between appends:
 The journal (fsynced lines ``start <seq>`` / ``done <seq>``, and ``compact`` / ``vacuum`` /
 ``idle`` markers) tells the trial which writes reported success, which one was in flight when
 the process died, and what the process was doing then.
+
+With ``group_commit`` on, the worker's first append records itself at once (it does not try to
+commit alone first), so it lists the other writers' pending records before it proposes.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from datetime import timedelta
 
 import sleeper_spark as ss
 from tests.fixtures.catalogs import events
+from tests.fixtures.group_commit import records_at_once
 
 ROWS = 2
 MODES = ("append", "compact", "vacuum")
@@ -49,6 +53,8 @@ def main(mode: str, name: str, writer: int, journal_path: str) -> None:
     if mode not in MODES:
         raise SystemExit(f"unknown mode {mode!r}; one of {MODES}")
     table = open_table(name)
+    if table.group_commit is not None:
+        records_at_once(table)
     handle = os.open(journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     seq = 0
     while True:

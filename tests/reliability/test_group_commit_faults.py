@@ -10,12 +10,17 @@ with a typed ``SleeperSparkError``: ``CommitStateUnknownError`` when it may have
 still, through another writer), anything else only when it certainly did not. At the end, with
 faults off, every held-back request landed or lost and what is pending committed: the
 invariants of tests/invariants.py, and ``vacuum(older_than=0)`` leaves exactly the referenced files.
+
+That the writers combine appends is not left to the luck of the race: their first appends, with
+the faults held back, each record themselves at once and wait until all three are recorded
+(tests/fixtures/group_commit.py), so the first version holds all three; the faults start then.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 
@@ -26,6 +31,7 @@ from sleeper_spark.config import CatalogConfig, RetryPolicy
 from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events
 from tests.fixtures.faults import FaultSchedule, FaultyLogBackend, FaultyObjectStore
+from tests.fixtures.group_commit import RecordsTogether, group_of, records_at_once
 from tests.invariants import WriteOutcome, check_table_invariants, tagged_writes
 from tests.reliability import budget
 from tests.reliability.crash import data_listing
@@ -50,11 +56,22 @@ def test_group_committed_writes_land_once_or_fail_typed(tmp_path: Path, request:
     failures: Counter[str] = Counter()
     answers_hold: list[bool] = []
     per_writer = max(10, budget.FAULT_WRITES // WRITERS)
+    # The first round, faults held back: each writer's first append records itself at once and
+    # waits for the others' records, so the first proposal takes all three.
+    first_round = ExitStack()
+    first_round.enter_context(schedule.paused())
+    recorded = threading.Barrier(WRITERS, timeout=300)
+    first_round_over = threading.Barrier(WRITERS, action=first_round.close, timeout=300)
+    for table in tables:
+        records_at_once(table)
+        group_of(table).pending = RecordsTogether(group_of(table).pending, recorded)
     start = threading.Barrier(WRITERS)
 
     def append(writer: int) -> None:
         start.wait()
         for seq in range(per_writer):
+            if seq == 1:
+                first_round_over.wait()
             rows = 1 + seq % 3
             try:
                 snapshot = tables[writer].write(events(writer, seq, rows=rows, day=f"d{seq % 3}"),
@@ -97,4 +114,4 @@ def test_group_committed_writes_land_once_or_fail_typed(tmp_path: Path, request:
     request.node.user_properties.append(("fault_summary", summary))
     print(summary)
     assert committed > len(outcomes) // 2, "faults should not stop most writes"
-    assert grouped > 0, "racing writers should have shared versions"
+    assert any(len(s.members) == WRITERS for s in history), "the first round should have made one version"

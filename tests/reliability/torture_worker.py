@@ -2,9 +2,10 @@
 
     python -m tests.reliability.torture_worker WAREHOUSE TABLE WORKER SECONDS SEED JOURNAL
 
-Mostly appends; also overwrites, compactions, state snapshots and vacuums (with ``older_than``
-far above the run's length, so they never delete a file a running job may still commit). Every
-operation and its outcome goes to the journal as one JSON line::
+Mostly appends (the first operation always is one); also overwrites, compactions, state
+snapshots and vacuums (with ``older_than`` far above the run's length, so they never delete a file
+a running job may still commit). Every operation and its outcome goes to the journal as one JSON
+line::
 
     {"op": "append", "seq": 3, "rows": 2, "outcome": "done", "version": 17}
     {"op": "compact", "outcome": "failed", "error": "CommitConflictError", "message": "..."}
@@ -43,7 +44,7 @@ def main(warehouse: str, name: str, worker: int, seconds: float, seed: int, jour
             journal.write(json.dumps(entry) + "\n")
 
         while time.monotonic() < deadline:
-            op = rng.choices(list(OPERATIONS), weights=list(OPERATIONS.values()))[0]
+            op = rng.choices(list(OPERATIONS), weights=list(OPERATIONS.values()))[0] if seq else "append"
             entry: dict[str, Any] = {"op": op}
             started = time.monotonic()
             try:
