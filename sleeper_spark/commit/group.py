@@ -124,6 +124,13 @@ class GroupCommit:
         self._committed_at = float("-inf")  # when a put of this process last landed
         self._read_s = 0.002  # how long a tail read takes (see PROPOSE_AFTER_READS)
 
+    def waiting(self) -> int:
+        return len(self._queue)  # this process's appends queued for the next batch
+
+    def assume_contended(self) -> None:
+        """The next appends record themselves at once, as after lost races (the estimate then falls by itself)."""
+        self._contention = 1.0
+
     # -- batching the threads of this process --------------------------------------------
 
     def commit(self, txn: AddFiles) -> CommitResult:

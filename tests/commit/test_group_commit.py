@@ -213,7 +213,7 @@ def test_threads_of_one_process_share_versions(table: ss.Table, memory_backend: 
         # The first leader's put waits until two other threads queue behind it: they ride together
         # next, however the threads happen to be scheduled.
         deadline = time.monotonic() + 300
-        while len(group._queue) < 2:
+        while group.waiting() < 2:
             assert time.monotonic() < deadline, "the other threads never queued"
             time.sleep(0.001)
 
