@@ -93,6 +93,10 @@ def write_markdown(path: Path, reports: list[Report], full: bool = True) -> None
     path.write_text("\n".join(lines))
 
 
+def _row_name(line: str) -> str:
+    return line.strip().strip("|").split("|")[0].strip()
+
+
 _FULL_RUN = "Latest full run: "
 _SECTION_RUN = "Latest run of this section: "
 
@@ -109,13 +113,20 @@ def _with_section(lines: list[str], report: Report, stamp: str) -> list[str]:
     body = [line for line in lines[start:end] if not line.startswith(_SECTION_RUN)]
     while body and body[0] == "":
         body = body[1:]
-    first = next((i for i, line in enumerate(body) if line.startswith("| benchmark |")), None)
-    if first is None:
+    tables = []  # (first line, end) of each table in the section
+    for i, line in enumerate(body):
+        if line.startswith("| benchmark |"):
+            stop = i
+            while stop < len(body) and body[stop].startswith("|"):
+                stop += 1
+            tables.append((i, stop))
+    if not tables:
         body = [*report.table(), "", *body]
     else:
-        last = first
-        while last < len(body) and body[last].startswith("|"):
-            last += 1
+        # A section may hold several tables (a run by hand beside the benchmark's own): the one
+        # sharing the most row names with the report is the one it replaces.
+        names = {row.benchmark for row in report.rows}
+        first, last = max(tables, key=lambda span: len(names & {_row_name(line) for line in body[span[0]:span[1]]}))
         body = [*body[:first], *report.table(), *body[last:]]
     return [*lines[:start], "", stamp, "", *body, *([""] if end < len(lines) and body[-1:] != [""] else []),
             *lines[end:]]

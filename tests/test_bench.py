@@ -34,7 +34,9 @@ def test_a_run_of_some_benchmarks_changes_only_their_sections_and_keeps_their_no
                     "### First\n\n| benchmark | ours | baseline | ratio | target | met |\n| --- | --- | --- | --- | --- | --- |\n"
                     "| old row | 1 s | 1 s | 1.00x | - | - |\n\nA note on the first.\n\n"
                     "### Second\n\nRun by hand.\n\n| benchmark | ours | baseline | ratio | target | met |\n"
-                    "| --- | --- | --- | --- | --- | --- |\n| kept row | 2 s | 1 s | 2.00x | - | - |\n")
+                    "| --- | --- | --- | --- | --- | --- |\n| kept row | 2 s | 1 s | 2.00x | - | - |\n\n"
+                    "The benchmark's own table:\n\n| benchmark | ours | baseline | ratio | target | met |\n"
+                    "| --- | --- | --- | --- | --- | --- |\n| second row | 5 s | 1 s | 5.00x | - | - |\n")
     report = Report("First")
     report.add(Row("new row", "3 s", "1 s", 3.0, "<= 4x", True))
 
@@ -49,7 +51,13 @@ def test_a_run_of_some_benchmarks_changes_only_their_sections_and_keeps_their_no
 
     write_markdown(path, [report], full=False)  # again: one date line, one table
     assert path.read_text().count("Latest run of this section:") == 1
-    assert path.read_text().count("| benchmark |") == 2
+    assert path.read_text().count("| benchmark |") == 3
+
+    second = Report("Second")
+    second.add(Row("second row", "4 s", "1 s", 4.0, "-", None))
+    write_markdown(path, [second], full=False)  # the table whose rows it has, not the first
+    text = path.read_text()
+    assert "| kept row |" in text and "| second row | 4 s |" in text and "| second row | 5 s |" not in text
 
     write_markdown(path, [Report("Third")], full=True)
     text = path.read_text()
