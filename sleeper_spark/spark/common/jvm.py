@@ -10,6 +10,7 @@ session uses the ``sleeper`` Python data source, and says once at INFO how to ge
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,6 +26,11 @@ log = logging.getLogger(__name__)
 
 ENTRY_CLASS = "sleeper.spark.NativeTables"
 SQL_CATALOG_CLASS = "sleeper.spark.SleeperCatalog"
+# Spark's own session catalog, with sleeper tables in it.
+SESSION_CATALOG_CLASS = "sleeper.spark.SleeperSessionCatalog"
+SESSION_CATALOG_NAME = "spark_catalog"
+# The Python the jar starts for its Python side (``sleeper.spark.bridge.PythonSide``).
+PYTHON_SIDE_CONF = "spark.sleeper_spark.pythonSide.python"
 # MERGE INTO, UPDATE and DELETE FROM on the SQL catalog's tables (a static setting: set before the session starts).
 EXTENSIONS_CLASS = "sleeper.spark.SleeperExtensions"
 # Outside ``spark.sleeper.``, whose keys are the data source's options.
@@ -47,13 +53,16 @@ def jar_path() -> str:
     return str(jar)
 
 
-def configure_spark(builder: Builder, catalogs: Mapping[str, Catalog] | None = None) -> Builder:
+def configure_spark(builder: Builder, catalogs: Mapping[str, Catalog] | None = None,
+                    session_catalog: Catalog | None = None) -> Builder:
     """Adds the jar and the settings the native path needs to a ``SparkSession.builder``.
 
     Use it before the first session of the process exists: a running JVM cannot take the jar.
     Jars the builder already names are kept. ``catalogs`` makes each sleeper catalog a Spark SQL
     catalog under its key (``{"lake": catalog}``: ``SELECT * FROM lake.db.t``), with the settings
-    :func:`catalog_conf` lists.
+    :func:`catalog_conf` lists. ``session_catalog`` puts that catalog's tables in Spark's own
+    session catalog (``saveAsTable("db.t")``, ``CREATE TABLE db.t ... USING sleeper``), registered
+    in its metastore, beside the tables of every other format.
     """
     options: dict[str, str] = getattr(builder, "_options", {})
     jars = [j for j in options.get("spark.jars", "").split(",") if j]
@@ -68,7 +77,12 @@ def configure_spark(builder: Builder, catalogs: Mapping[str, Catalog] | None = N
     for key, value in _SESSION_CONF.items():
         if key not in options:
             configured = configured.config(key, value)
-    for name, catalog in (catalogs or {}).items():
+    # The Python the JVM starts where the code of this driver has not called sleeper_spark yet.
+    configured = configured.config(PYTHON_SIDE_CONF, sys.executable)
+    named = dict(catalogs or {})
+    if session_catalog is not None:
+        named[SESSION_CATALOG_NAME] = session_catalog
+    for name, catalog in named.items():
         for key, value in catalog_conf(name, catalog).items():
             configured = configured.config(key, value)
     return configured  # type: ignore[no-any-return]
@@ -76,8 +90,11 @@ def configure_spark(builder: Builder, catalogs: Mapping[str, Catalog] | None = N
 
 def catalog_conf(name: str, catalog: Catalog) -> dict[str, str]:
     """The session settings that make ``catalog`` the Spark SQL catalog ``name``: its class and,
-    for each of :meth:`Catalog.options`, ``spark.sql.catalog.<name>.<key>``."""
-    conf = {f"spark.sql.catalog.{name}": SQL_CATALOG_CLASS}
+    for each of :meth:`Catalog.options`, ``spark.sql.catalog.<name>.<key>``. The name
+    ``spark_catalog`` makes it Spark's session catalog (``SleeperSessionCatalog``), whose other
+    tables stay as they are; its settings also need the extension (``spark.sql.extensions``)."""
+    catalog_class = SESSION_CATALOG_CLASS if name == SESSION_CATALOG_NAME else SQL_CATALOG_CLASS
+    conf = {f"spark.sql.catalog.{name}": catalog_class}
     conf.update({f"spark.sql.catalog.{name}.{key}": value for key, value in catalog.options().items()})
     return conf
 

@@ -22,6 +22,8 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
 - ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
 - ``changelog`` ``{table, range, deduplicationMode, computeUpdates}``: the columns and row identity
   of a changes read, see :mod:`sleeper_spark.spark.changes` (the bridge's ``changes`` gives its rows).
+- ``adopt`` ``{table, location?}``: the existing table that the session catalog's ``CREATE TABLE
+  db.t USING sleeper [LOCATION ...]`` registers in the metastore, as ``load`` answers.
 - ``stage`` ``{stage}``: a ``CREATE OR REPLACE TABLE`` with no rows, see
   :mod:`sleeper_spark.spark.sql.table_replacement`.
 
@@ -139,6 +141,50 @@ def _create(request: _Request) -> dict[str, Any]:
     return _described(request.spark, table, None, pinned=False)
 
 
+def _adopt(request: _Request) -> dict[str, Any]:
+    """The existing table a session catalog's ``CREATE TABLE db.t USING sleeper [LOCATION '<root>']``
+    registers: the catalog's table of that name, which must live at ``location`` when one is given."""
+    name = str(request.body["table"])
+    location = request.body.get("location")
+    try:
+        table = request.catalog.table(name)
+    except TableNotFoundError:
+        table = None
+    if location is None:
+        if table is None:
+            raise TableNotFoundError(
+                f"CREATE TABLE {name} USING sleeper without columns registers the sleeper table {name!r}, and the "
+                f"catalog at {request.catalog.config.warehouse} has none: give the columns to create it, or "
+                "LOCATION '<root>' of an existing table of that catalog")
+        return _described(request.spark, table, None, pinned=False)
+    if table is not None and same_location(table.location, str(location)):
+        return _described(request.spark, table, None, pinned=False)
+    for other in request.catalog.tables():
+        found = request.catalog.table(other)
+        if same_location(found.location, str(location)):
+            raise ConfigError(
+                f"LOCATION {location!r} is the root of the sleeper table {other!r}, and a session catalog's table "
+                f"is the sleeper table of its own name: register it as CREATE TABLE {other} USING sleeper; "
+                "nothing was registered")
+    raise TableNotFoundError(
+        f"LOCATION {location!r} is not the root of a table of the sleeper catalog at "
+        f"{request.catalog.config.warehouse} (the one spark.sql.catalog.spark_catalog.* names); nothing was "
+        f"registered. Its table {name!r} lives at {table.location}" if table is not None else
+        "registered. Give the root of one of its tables, or leave LOCATION out to create a new one")
+
+
+def same_location(a: str, b: str) -> bool:
+    """Whether two spellings of a folder (a path, ``file:/...``, ``file:///...``, a trailing slash) are one."""
+    return _normal_location(a) == _normal_location(b)
+
+
+def _normal_location(location: str) -> str:
+    text = location.rstrip("/")
+    if text.startswith("file:"):
+        text = "/" + text[len("file:"):].lstrip("/")
+    return text
+
+
 def _stage(request: _Request) -> dict[str, Any]:
     from sleeper_spark.spark.sql.table_replacement import commit_definition
 
@@ -244,6 +290,6 @@ _OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
     "load": _load, "changelog": _changelog,
     "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
     "metadata": _metadata, "procedure": _procedure, "call": _call, "stage": _stage,
-    "createNamespace": _create_namespace, "dropNamespace": _drop_namespace,
+    "createNamespace": _create_namespace, "dropNamespace": _drop_namespace, "adopt": _adopt,
 }
 

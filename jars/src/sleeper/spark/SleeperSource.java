@@ -3,6 +3,7 @@ package sleeper.spark;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.spark.sql.Dataset;
@@ -10,7 +11,10 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SQLContext;
 import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.connector.catalog.CatalogPlugin;
 import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
@@ -23,6 +27,7 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.jdk.javaapi.CollectionConverters;
 import sleeper.spark.bridge.DriverSide;
+import sleeper.spark.catalog.SessionCatalogOfTables;
 import sleeper.spark.bridge.FormatBridge;
 
 /**
@@ -85,9 +90,32 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
 
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+        if (properties.containsKey(TableCatalog.PROP_PROVIDER)) {
+            // A table of Spark's session catalog, whose entry names this source as its provider.
+            return sessionEntry(schema, partitioning);
+        }
         Table table = python().getTable(schema, partitioning, properties);
         JsonNode routed = route(properties);
         return routed != null && routed.path("native").asBoolean(false) ? new StreamingOnlyTable(table) : table;
+    }
+
+    /**
+     * What Spark's own session catalog gets for a table of provider {@code sleeper}: with
+     * {@link SleeperSessionCatalog} in place, only the entry's columns, which Spark checks while it
+     * adds the entry (the table itself is served by that catalog); without it, an error naming
+     * the setting to add, before the metastore records anything.
+     */
+    private static Table sessionEntry(StructType schema, Transform[] partitioning) {
+        CatalogPlugin session = SparkSession.active().sessionState().catalogManager().v2SessionCatalog();
+        if (!(session instanceof SessionCatalogOfTables)) {
+            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: a sleeper table in Spark's session "
+                    + "catalog (saveAsTable, CREATE TABLE ... USING sleeper, spark.table of one) needs the sleeper "
+                    + "session catalog: set spark.sql.catalog.spark_catalog=" + SleeperSessionCatalog.class.getName()
+                    + " with the sleeper catalog's options as spark.sql.catalog.spark_catalog.<key> (in Python: "
+                    + "ss.configure_spark(builder, session_catalog=catalog)); or use a sleeper catalog of its own "
+                    + "name (spark.sql.catalog.lake=" + SleeperCatalog.class.getName() + ")");
+        }
+        return new EntryColumns(schema, partitioning);
     }
 
     /** A batch read: Spark's Parquet reader over a file index of the version the options select. */
@@ -137,6 +165,24 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
             python.setShortName(PYTHON_NAME);
         }
         return python;
+    }
+
+    /** A session-catalog entry's columns as Spark checks them while it adds the entry: nothing to read or write. */
+    private record EntryColumns(StructType entrySchema, Transform[] partitioning) implements Table {
+        @Override
+        public String name() {
+            return "sleeper table entry";
+        }
+
+        @Override
+        public org.apache.spark.sql.connector.catalog.Column[] columns() {
+            return org.apache.spark.sql.connector.catalog.CatalogV2Util.structTypeToV2Columns(entrySchema, false);
+        }
+
+        @Override
+        public Set<TableCapability> capabilities() {
+            return Set.of();
+        }
     }
 
     /** What a write returns to Spark: the written data's schema, for the cache Spark refreshes after an overwrite. */

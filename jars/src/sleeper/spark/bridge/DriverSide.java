@@ -46,9 +46,9 @@ public final class DriverSide {
     }
 
     /**
-     * The connected bridge; where none is (a Spark Connect server, a JVM application) and this driver
-     * may start its own Python side, it is started first (see {@link PythonSide}). Null where the
-     * Python driver must connect it ({@code sleeper_spark.register}).
+     * The connected bridge; where none is (a Spark Connect server, a JVM application, a PySpark
+     * driver whose code has not called sleeper_spark), this driver's own Python side is started
+     * first (see {@link PythonSide}). Null where that is switched off and nothing has connected.
      */
     public static FormatBridge connectedBridge(SparkSession spark, String what) {
         if (PythonSide.died()) {
@@ -64,10 +64,9 @@ public final class DriverSide {
     public static FormatBridge bridge(String what) {
         FormatBridge driverSide = connectedBridge(SparkSession.active(), what);
         if (driverSide == null) {
-            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: " + what + " through Spark's own "
-                    + "Parquet reader needs the Python driver of a classic Spark session: call sleeper_spark.register"
-                    + "(spark) first; in a Spark Connect session use spark.read.format(\"sleeper\") or "
-                    + "df.write.format(\"sleeper\"), which run through the Python data source");
+            throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: " + what + " needs sleeper_spark's "
+                    + "Python side, which this session switched off (" + PythonSide.CONF + "=false): call "
+                    + "sleeper_spark.register(spark) in the Python driver first, or leave the setting out");
         }
         return driverSide;
     }

@@ -29,13 +29,15 @@ import org.apache.spark.sql.classic.SparkSession;
  * <p>One process per driver, started when the bridge is first needed and reused; started again
  * when it has died; stopped with the JVM (a shutdown hook, and the process exits by itself when
  * its gateway goes away). A process that does not connect within the timeout, or exits first, is
- * an error that names it and its last output, never a hang. Not in a PySpark driver (whose Python
- * process must call {@code sleeper_spark.register}), nor where the session setting
- * {@value #CONF} is {@code false}.
+ * an error that names it and its last output, never a hang. A PySpark driver that has connected
+ * its own bridge ({@code sleeper_spark.register}, which every helper call makes) needs none; the
+ * session setting {@value #CONF}{@code =false} switches this off.
  */
 public final class PythonSide {
     public static final String CONF = "spark.sleeper_spark.pythonSide";
     public static final String TIMEOUT_CONF = "spark.sleeper_spark.pythonSide.timeoutSeconds";
+    /** The Python to start ({@code ss.configure_spark} sets it to the driver's own). */
+    public static final String PYTHON_CONF = "spark.sleeper_spark.pythonSide.python";
     static final String MODULE = "sleeper_spark.spark.bridge.jvm_started";
     // Set by PySpark in the environment of a JVM that a Python driver launched.
     private static final String PYSPARK_DRIVER_MARK = "_PYSPARK_DRIVER_CONN_INFO_PATH";
@@ -47,13 +49,13 @@ public final class PythonSide {
     private PythonSide() {
     }
 
-    /** Whether this driver may start its Python side: no Python driver process of its own, not switched off. */
+    /**
+     * Whether this driver may start its Python side: unless switched off. A PySpark driver whose
+     * Python code has not connected its own bridge (it never called into sleeper_spark) gets one
+     * too, so that no statement needs a registration step first.
+     */
     static boolean enabled(SparkSession spark) {
-        String setting = spark.conf().get(CONF, "auto").trim().toLowerCase(Locale.ROOT);
-        if (setting.equals("false")) {
-            return false;
-        }
-        return setting.equals("true") || System.getenv(PYSPARK_DRIVER_MARK) == null;
+        return !spark.conf().get(CONF, "auto").trim().toLowerCase(Locale.ROOT).equals("false");
     }
 
     /** Whether a bridge this class's process connected is gone: the process has exited. */
@@ -119,8 +121,18 @@ public final class PythonSide {
         }
     }
 
-    /** The Python the driver's own Python work would use: Spark's settings, then its environment. */
+    /**
+     * The Python the driver's own Python work would use: the one {@code ss.configure_spark} names,
+     * a PySpark driver's own, then Spark's settings and its environment.
+     */
     private static String pythonExecutable(SparkConf conf) {
+        if (conf.contains(PYTHON_CONF)) {
+            return conf.get(PYTHON_CONF);
+        }
+        String driver = pysparkDriverPython();
+        if (driver != null) {
+            return driver;
+        }
         for (String key : new String[] {"spark.pyspark.driver.python", "spark.pyspark.python"}) {
             if (conf.contains(key)) {
                 return conf.get(key);
@@ -133,6 +145,36 @@ public final class PythonSide {
             }
         }
         return "python3";
+    }
+
+    /**
+     * The Python of the PySpark driver that launched this JVM (Spark's launcher scripts exec the
+     * JVM, so it is the parent process), as that process was started: the path it was given, not
+     * the file it links to, so that a virtual environment's Python stays in its environment.
+     */
+    private static String pysparkDriverPython() {
+        if (System.getenv(PYSPARK_DRIVER_MARK) == null) {
+            return null;
+        }
+        long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+        try {
+            byte[] commandLine = Files.readAllBytes(Path.of("/proc", Long.toString(parent), "cmdline"));
+            int end = 0;
+            while (end < commandLine.length && commandLine[end] != 0) {
+                end++;
+            }
+            String program = new String(commandLine, 0, end, StandardCharsets.UTF_8);
+            if (!program.contains("python")) {
+                return null;
+            }
+            Path path = Path.of(program);
+            if (!path.isAbsolute() && program.contains("/")) {
+                path = Path.of("/proc", Long.toString(parent), "cwd").toRealPath().resolve(path);
+            }
+            return path.toString();
+        } catch (IOException | RuntimeException unknown) {
+            return null; // not Linux, or the parent is gone: Spark's settings decide
+        }
     }
 
     private static String lastLines(Path file) {

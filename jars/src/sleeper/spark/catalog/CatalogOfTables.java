@@ -103,7 +103,7 @@ public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces,
         return load(ident, null, timestampMicros);
     }
 
-    private Table load(Identifier ident, String version, Long timestampMicros) throws NoSuchTableException {
+    Table load(Identifier ident, String version, Long timestampMicros) throws NoSuchTableException {
         String table = TableNames.of(ident);
         ObjectNode request = request("load");
         request.put("table", table);

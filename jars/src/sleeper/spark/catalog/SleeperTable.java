@@ -85,6 +85,10 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
         return catalog;
     }
 
+    String[] partitionColumns() {
+        return partitionColumns.clone();
+    }
+
     /** The table's name in its sleeper catalog ({@code db.t}). */
     String tableName() {
         return table;
