@@ -166,11 +166,12 @@ def _adopt(request: _Request) -> dict[str, Any]:
                 f"LOCATION {location!r} is the root of the sleeper table {other!r}, and a session catalog's table "
                 f"is the sleeper table of its own name: register it as CREATE TABLE {other} USING sleeper; "
                 "nothing was registered")
+    hint = (f"its table {name!r} lives at {table.location}" if table is not None
+            else "give the root of one of its tables, or leave LOCATION out to create a new one")
     raise TableNotFoundError(
         f"LOCATION {location!r} is not the root of a table of the sleeper catalog at "
         f"{request.catalog.config.warehouse} (the one spark.sql.catalog.spark_catalog.* names); nothing was "
-        f"registered. Its table {name!r} lives at {table.location}" if table is not None else
-        "registered. Give the root of one of its tables, or leave LOCATION out to create a new one")
+        f"registered: {hint}")
 
 
 def same_location(a: str, b: str) -> bool:

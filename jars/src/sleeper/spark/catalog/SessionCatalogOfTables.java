@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
+import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.Changelog;
 import org.apache.spark.sql.connector.catalog.ChangelogContext;
 import org.apache.spark.sql.connector.catalog.Column;
@@ -69,12 +70,11 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
     }
 
     private Table load(Identifier ident, String version, Long timestampMicros) throws NoSuchTableException {
-        if (ident.namespace().length == 2 && MetadataTable.KINDS.contains(ident.name())) {
-            // db.t.history: the metadata table of the sleeper table db.t
-            Identifier owner = Identifier.of(new String[] {ident.namespace()[0]}, ident.namespace()[1]);
-            if (sleeperEntry(owner) != null) {
-                return tables.load(ident, version, timestampMicros);
-            }
+        Identifier owner = metadataOwner(ident);
+        if (owner != null && sleeperEntry(owner) != null) {
+            // db.t.history: the metadata table of the sleeper table db.t (as Iceberg resolves them)
+            return tables.load(Identifier.of(new String[] {owner.namespace()[0], owner.name()}, ident.name()), version,
+                    timestampMicros);
         }
         Table entry = super.loadTable(ident);
         if (!isSleeper(entry)) {
@@ -94,12 +94,42 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
         }
     }
 
+    /**
+     * The table whose metadata table {@code ident} may name: {@code db.t.history} is {@code db.t}'s,
+     * and {@code t.history} that of {@code t} in the current database, where no table has that name.
+     */
+    private Identifier metadataOwner(Identifier ident) {
+        if (!MetadataTable.KINDS.contains(ident.name())) {
+            return null;
+        }
+        String[] namespace = ident.namespace();
+        if (namespace.length == 2) {
+            return Identifier.of(new String[] {namespace[0]}, namespace[1]);
+        }
+        if (namespace.length == 1 && sleeperEntry(ident) == null && !isTable(ident)) {
+            String[] current = SparkSession.active().sessionState().catalogManager().currentNamespace();
+            return current.length == 1 ? Identifier.of(current, namespace[0]) : null;
+        }
+        return null;
+    }
+
+    private boolean isTable(Identifier ident) {
+        try {
+            return super.loadTable(ident) != null;
+        } catch (Exception missing) { // Spark's AnalysisException is checked in Java's eyes only
+            return false;
+        }
+    }
+
     /** The metastore's entry for {@code ident} if it is a sleeper table; null otherwise or where there is none. */
     private Table sleeperEntry(Identifier ident) {
+        if (ident.namespace().length != 1) {
+            return null; // a temporary view, or a name the session catalog cannot hold
+        }
         try {
             Table entry = super.loadTable(ident);
             return isSleeper(entry) ? entry : null;
-        } catch (NoSuchTableException | RuntimeException missing) {
+        } catch (Exception missing) { // Spark's AnalysisException is checked in Java's eyes only
             return null;
         }
     }
@@ -196,10 +226,24 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
                 tables);
     }
 
+    /**
+     * {@code saveAsTable} in overwrite mode, {@code CREATE OR REPLACE TABLE}: a replacement that names
+     * no partitioning keeps the table's (as {@code saveAsTable} without {@code partitionBy} keeps a
+     * Delta table's), since a sleeper table's partitioning cannot change in place.
+     */
     @Override
     public StagedTable stageCreateOrReplace(Identifier ident, TableInfo info) throws NoSuchNamespaceException {
         checkStagedProvider(ident, info);
         entries().checkReplaceable(ident);
+        if (info.partitions().length == 0 && tables.tableExists(ident)) {
+            try {
+                Transform[] kept = tables.loadTable(ident).partitioning();
+                info = new TableInfo.Builder().withColumns(info.columns()).withPartitions(kept)
+                        .withProperties(info.properties()).build();
+            } catch (NoSuchTableException dropped) {
+                // dropped meanwhile: made anew as stated
+            }
+        }
         return new StagedSessionTable(entries(), ident, (StagedSleeperTable) tables.stageCreateOrReplace(ident, info),
                 info, tables);
     }
