@@ -83,7 +83,7 @@ def test_save_as_table_in_every_mode_is_the_python_api_table_of_that_name(
     assert rows(spark.table(name)) == scanned(session_catalog, name) == [(i, f"v{i}", "d1") for i in range(3)]
 
     # ... and refuses a second time; ignore leaves the table as it was
-    with pytest.raises(Exception, match="TABLE_OR_VIEW_ALREADY_EXISTS|already exists"):
+    with pytest.raises(Exception, match=r"TABLE_OR_VIEW_ALREADY_EXISTS|already exists"):
         events(spark, range(10, 12)).write.format("sleeper").saveAsTable(name)
     events(spark, range(10, 12)).write.format("sleeper").mode("ignore").saveAsTable(name)
     assert len(session_catalog.table(name).history()) == 1
@@ -226,9 +226,9 @@ def test_a_location_that_is_not_a_sleeper_table_is_refused_and_registers_nothing
     plain = tmp_path / "plain"
     spark.range(3).write.parquet(str(plain))
 
-    with pytest.raises(Exception, match="TableNotFoundError: LOCATION .* is not the root of a table"):
+    with pytest.raises(Exception, match=r"TableNotFoundError: LOCATION .* is not the root of a table"):
         spark.sql(f"CREATE TABLE {db}.nothing USING sleeper LOCATION '{plain}'")
-    with pytest.raises(Exception, match=f"ConfigError: LOCATION .* is the root of the sleeper table '{db}.other'"):
+    with pytest.raises(Exception, match=rf"ConfigError: LOCATION .* is the root of the sleeper table '{db}.other'"):
         spark.sql(f"CREATE TABLE {db}.renamed USING sleeper LOCATION '{other.location}'")
 
     assert spark.sql(f"SHOW TABLES IN {db}").count() == 0
@@ -240,7 +240,7 @@ def test_an_entry_whose_table_is_gone_is_a_clear_error_and_drop_table_removes_it
     events(spark, range(2)).write.format("sleeper").saveAsTable(f"{db}.gone")
     session_catalog.drop_table(f"{db}.gone")  # behind the metastore's back
 
-    with pytest.raises(Exception, match="TableNotFoundError: the metastore's entry .*DROP TABLE"):
+    with pytest.raises(Exception, match=r"TableNotFoundError: the metastore's entry .*DROP TABLE"):
         spark.table(f"{db}.gone").collect()
     spark.sql(f"DROP TABLE {db}.gone")
     assert spark.sql(f"SHOW TABLES IN {db}").count() == 0
@@ -261,8 +261,8 @@ def test_without_the_session_catalog_save_as_table_names_the_setting_and_records
         spark: SparkSession) -> None:
     name = f"plain_{uuid.uuid4().hex[:8]}"
 
-    with pytest.raises(Exception, match="ConfigError: .*spark.sql.catalog.spark_catalog=sleeper.spark.Sleeper"
-                                        "SessionCatalog"):
+    with pytest.raises(Exception, match=r"ConfigError: .*spark\.sql\.catalog\.spark_catalog="
+                                        r"sleeper\.spark\.SleeperSessionCatalog"):
         spark.range(2).write.format("sleeper").saveAsTable(name)
 
     assert name not in [r.tableName for r in spark.sql("SHOW TABLES").collect()]
