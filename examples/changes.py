@@ -42,7 +42,6 @@ def main(warehouse: str) -> None:
     spark = (ss.configure_spark(builder, catalogs={"lake": catalog})
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    ss.register(spark)
 
     spark.sql("CREATE TABLE lake.crm.customers (id BIGINT, name STRING) USING sleeper "
               "TBLPROPERTIES ('changes.row_id' = 'id')")

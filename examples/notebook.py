@@ -15,9 +15,10 @@ from pyspark.sql import functions as F
 import sleeper_spark as ss
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need sleeper_spark too
-spark = SparkSession.builder.master("local[2]").config("spark.ui.showConsoleProgress", "false").getOrCreate()
+# configure_spark adds the jar: format("sleeper") and SQL on sleeper tables, on Spark's own Parquet reader
+spark = ss.configure_spark(SparkSession.builder.master("local[2]")).config("spark.ui.showConsoleProgress",
+                                                                           "false").getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
-ss.register(spark)  # the "sleeper" data source, and filter pushdown
 catalog = ss.Catalog.local(tempfile.mkdtemp(prefix="sleeper-notebook-"))
 
 # %% Write a DataFrame: the first write creates the table.

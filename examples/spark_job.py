@@ -30,6 +30,8 @@ def main(warehouse: str) -> None:
     spark = (SparkSession.builder.appName("sleeper-spark-example").master(os.environ.get("MASTER", "local[2]"))
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    # Submitted without --jars this session has no sleeper jar: format("sleeper") is then the Python
+    # data source, which a session registers (configure_spark, or --jars of ss.jar_path(), make it unneeded).
     ss.register(spark)
     catalog = ss.Catalog.local(warehouse)
     with contextlib.suppress(ss.TableNotFoundError):  # start afresh on every run

@@ -27,7 +27,6 @@ def main(warehouse: str) -> None:
     spark = (ss.configure_spark(builder, catalogs={"lake": catalog})
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    ss.register(spark)  # connects the catalog to this driver's Python side
 
     spark.sql("CREATE TABLE lake.shop.orders (id BIGINT, day STRING, amount DOUBLE) USING sleeper "
               "PARTITIONED BY (day)")

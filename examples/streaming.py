@@ -29,10 +29,9 @@ def batch(start: int, count: int) -> pa.Table:
 def main() -> None:
     work = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="sleeper-streaming-"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need sleeper_spark too
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.showConsoleProgress", "false")
+    spark = (ss.configure_spark(SparkSession.builder.master("local[2]")).config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    ss.register(spark)
     catalog = ss.Catalog.local(str(work / "warehouse"))
 
     # Three files arrive in a landing folder.

@@ -121,6 +121,18 @@ def test_the_sql_example_creates_inserts_appends_merges_deletes_and_time_travels
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_the_session_catalog_example_saves_merges_and_lists_every_format(tmp_path: Path) -> None:
+    out = run_example("session_catalog", str(tmp_path / "wh"))
+    assert "|2024-05-01|     2|  34.5|" in out
+    assert "|2024-05-02|     2|   8.0|" in out
+    assert "VERSION AS OF 2: 2 rows" in out
+    assert "tables in shop: ['orders', 'visits']" in out
+    assert "orders is provider sleeper; the Python API's shop.orders: [(2, 'append'), (3, 'append'), (4, 'merge')]" \
+        in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_the_changes_example_keeps_a_copy_in_step_through_batch_sql_and_streaming_changes(tmp_path: Path) -> None:
     out = run_example("changes", str(tmp_path / "wh"))
     assert "applied changes up to version 3: 6 change rows; copy = [(1, 'Ada'), (2, 'Bryan'), (3, 'Cleo'), " \

@@ -153,13 +153,18 @@ public final class SleeperSource implements DataSourceRegister, TableProvider, R
     private PythonDataSourceV2 python() {
         if (python == null) {
             SparkSession spark = SparkSession.active();
-            FormatBridge driverSide = DriverSide.current();
-            if (driverSide != null && !spark.sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
-                DriverSide.answer(driverSide.register(spark)); // a session whose Python client registered nothing
+            if (!spark.sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
+                // A session whose Python code registered nothing (a Connect client's, a JVM job's, a
+                // notebook's first statement): the driver's Python side registers it, started if need be.
+                FormatBridge driverSide = DriverSide.connectedBridge(spark, "format(\"sleeper\")");
+                if (driverSide != null) {
+                    DriverSide.answer(driverSide.register(spark));
+                }
             }
             if (!spark.sessionState().dataSourceManager().dataSourceExists(PYTHON_NAME)) {
-                throw new IllegalArgumentException("the sleeper data source is not registered in this session: "
-                        + "call sleeper_spark.register(spark) first (catalog.read and catalog.write do it too)");
+                throw new IllegalArgumentException("sleeper_spark.errors.ConfigError: the sleeper data source is not "
+                        + "registered in this session, and its Python side is switched off ("
+                        + "spark.sleeper_spark.pythonSide=false): call sleeper_spark.register(spark) first");
             }
             python = new PythonDataSourceV2();
             python.setShortName(PYTHON_NAME);
