@@ -29,6 +29,7 @@ BENCHMARKS = [
     ("bench.open_table", "Opening tables and state memory"),
     ("bench.spark_io", "Spark write and scan"),
     ("bench.sql_catalog", "SQL catalog: named tables against the helper API"),
+    ("bench.session_catalog", "Spark's session catalog: sleeper tables beside every format"),
     ("bench.merge", "Tables that change: MERGE"),
     ("bench.changes", "Change data capture: reading a table's changes"),
     ("bench.iceberg", "Iceberg metadata: publishing after each commit, and from scratch"),

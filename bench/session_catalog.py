@@ -1,0 +1,100 @@
+"""Spark's session catalog with sleeper tables in it, side by side in one Spark context.
+
+Reads: three of the Spark I/O benchmark's queries through ``spark.table("db.t")`` in a session
+whose ``spark_catalog`` is the sleeper session catalog, against ``spark.table("lake.db.t")``, the
+same table through the ``lake`` catalog. Writes: ``INSERT INTO db.w SELECT ...`` against the same
+``INSERT`` into a ``lake`` table of its own. An ordinary Parquet table of the session catalog:
+the same queries in a session with the sleeper session catalog against a session without it
+(Spark's own), both over the one in-memory metastore of the context.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sleeper_spark as ss
+from bench.common import Report, Row, measure_pair, seconds
+from bench.spark_io import COLUMNS, session, source
+from sleeper_spark.spark.common.jvm import catalog_conf
+
+
+def run(report: Report, quick: bool) -> None:
+    rows, files_per_partition = (40_000, 10) if quick else (1_000_000, 300)
+    repeat = 1 if quick else 5
+    work = Path(tempfile.mkdtemp(prefix="bench-session-catalog-"))
+    spark = session(work)
+    try:
+        df = source(spark, rows, files_per_partition)
+        df.count()
+        catalog = ss.Catalog.local(str(work / "wh"))
+        with_sleeper = spark.newSession()  # its spark_catalog: the sleeper session catalog
+        for key, value in {**catalog_conf("spark_catalog", catalog), **catalog_conf("lake", catalog)}.items():
+            with_sleeper.conf.set(key, value)
+        plain = spark.newSession()  # Spark's own session catalog, over the same in-memory metastore
+        with_sleeper.sql("CREATE DATABASE IF NOT EXISTS db")
+        df.createOrReplaceGlobalTempView("bench_source")  # one cached source, seen by both sessions
+        for name, provider in (("db.t", "sleeper"), ("db.p", "parquet")):
+            with_sleeper.sql(f"CREATE TABLE {name} USING {provider} PARTITIONED BY (part) "
+                             "AS SELECT * FROM global_temp.bench_source")
+        queries = _queries()
+        _reads(report, with_sleeper, queries, 1 if quick else repeat)
+        _parquet_reads(report, with_sleeper, plain, queries, 1 if quick else repeat)
+        _writes(report, with_sleeper, 1 if quick else 3)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _queries() -> list[tuple[str, Callable[[Any], Any]]]:
+    return [
+        ("count()", lambda d: d.count()),
+        ("partition filter: part = '3', sum(c0)", lambda d: d.where("part = '3'").selectExpr("sum(c0)").collect()),
+        ("full scan: sum of all 22 columns",
+         lambda d: d.selectExpr(*[f"sum(c{i})" for i in range(COLUMNS)], "sum(id)", "max(part)").collect()),
+    ]
+
+
+def _reads(report: Report, spark: Any, queries: list[tuple[str, Callable[[Any], Any]]], repeat: int) -> None:
+    for name, query in queries:
+        query(spark.table("db.t"))  # unmeasured: the first plan of each kind compiles code
+        query(spark.table("lake.db.t"))
+        session_m, lake_m = measure_pair(lambda q=query: q(spark.table("db.t")),
+                                         lambda q=query: q(spark.table("lake.db.t")), repeat)
+        ratio = session_m.best / lake_m.best
+        report.add(Row(f"session catalog read vs the lake catalog, the same table, {name}", seconds(session_m),
+                       seconds(lake_m), ratio, "<= 1.05x", ratio <= 1.05))
+
+
+def _parquet_reads(report: Report, with_sleeper: Any, plain: Any, queries: list[tuple[str, Callable[[Any], Any]]],
+                   repeat: int) -> None:
+    for name, query in queries:
+        query(with_sleeper.table("db.p"))
+        query(plain.table("db.p"))
+        ours, spark_own = measure_pair(lambda q=query: q(with_sleeper.table("db.p")),
+                                       lambda q=query: q(plain.table("db.p")), repeat)
+        ratio = ours.best / spark_own.best
+        report.add(Row(f"a Parquet table's read, sleeper session catalog vs Spark's own, {name}", seconds(ours),
+                       seconds(spark_own), ratio, "<= 1.02x", ratio <= 1.02))
+
+
+def _writes(report: Report, spark: Any, repeat: int) -> None:
+    spark.sql("CREATE TABLE db.w USING sleeper PARTITIONED BY (part) AS SELECT * FROM global_temp.bench_source LIMIT 0")
+    spark.sql("CREATE TABLE lake.db.w2 USING sleeper PARTITIONED BY (part) "
+              "AS SELECT * FROM global_temp.bench_source LIMIT 0")
+
+    def by_session() -> None:
+        spark.sql("INSERT INTO db.w SELECT * FROM global_temp.bench_source")
+
+    def by_lake() -> None:
+        spark.sql("INSERT INTO lake.db.w2 SELECT * FROM global_temp.bench_source")
+
+    by_session()  # one of each first, unmeasured
+    by_lake()
+    session_m, lake_m = measure_pair(by_session, by_lake, repeat)
+    ratio = session_m.best / lake_m.best
+    report.add(Row("session catalog INSERT INTO vs the lake catalog's, the same rows", seconds(session_m),
+                   seconds(lake_m), ratio, "<= 1.05x", ratio <= 1.05))
