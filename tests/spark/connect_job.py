@@ -1,10 +1,11 @@
 """Run by test_spark_connect.py: a Spark Connect client of a server with or without the jar.
 
-    python tests/spark/connect_job.py sc://127.0.0.1:PORT WAREHOUSE
+    python tests/spark/connect_job.py sc://127.0.0.1:PORT WAREHOUSE [registered|unregistered]
 
 A Connect client has no JVM of its own, so format("sleeper") runs through the sleeper Python
 data source on the server, and helper reads through Spark's parquet source over the version's
-files. Prints one JSON line.
+files. Prints one JSON line. ``unregistered`` (for a server with the jar) never calls ``ss.register``:
+the first statement, a ``format("sleeper")`` write, finds the server's own Python side.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from pyspark.sql import SparkSession
 import sleeper_spark as ss
 
 
-def main(url: str, warehouse: str) -> None:
+def main(url: str, warehouse: str, registration: str) -> None:
     spark = SparkSession.builder.remote(url).getOrCreate()
-    ss.register(spark)
+    if registration == "registered":
+        ss.register(spark)
     catalog = ss.Catalog.local(warehouse)
     options = catalog.options()
     rows = spark.range(100).selectExpr("id", "cast(id % 4 as string) as part")
@@ -77,4 +79,4 @@ def main(url: str, warehouse: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "registered")

@@ -120,7 +120,11 @@ def test_a_connect_client_reads_writes_and_runs_sql_on_spark_s_own_reader_and_wr
     warehouse = tmp_path / "warehouse"
     with_jar = connect_server.with_jar
 
-    run = subprocess.run([sys.executable, str(HERE / "connect_job.py"), connect_server.url, str(warehouse)],
+    # With the jar the client registers nothing: its first statement, a format("sleeper") write,
+    # finds the Python side the server's JVM starts
+    registration = "unregistered" if with_jar else "registered"
+    run = subprocess.run([sys.executable, str(HERE / "connect_job.py"), connect_server.url, str(warehouse),
+                          registration],
                          env=connect_server.environment,
                          capture_output=True, text=True, timeout=600, cwd=HERE.parents[1])
 
