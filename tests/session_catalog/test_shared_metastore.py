@@ -1,12 +1,14 @@
 """Spark applications sharing one standalone Hive metastore and one sleeper warehouse, each with the
-sleeper session catalog: two drivers racing appends through ``saveAsTable``, and a third that reads
-what the metastore lists. The table's log is checked by the invariant checker and its rows by the
-Python API."""
+sleeper session catalog: two drivers racing appends through ``saveAsTable``, a third that reads
+what the metastore lists, and Spark's Thrift server with pyspark's ``beeline`` as its JDBC client.
+The table's log is checked by the invariant checker and its rows by the Python API."""
 
 from __future__ import annotations
 
 import itertools
+import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,10 @@ from typing import Any
 import pytest
 
 import sleeper_spark as ss
+from tests.fixtures.hive_servers import beeline, start_thrift_server
+from tests.fixtures.servers import RunningServer
 from tests.fixtures.summary import SUMMARY_KEY
-from tests.invariants import WriteOutcome, check_table_invariants
+from tests.invariants import WriteOutcome, check_log_invariants, check_table_invariants
 from tests.session_catalog.drivers import Driver
 from tests.session_catalog.metastore_driver import ROWS_PER_APPEND, append_rows
 
@@ -116,3 +120,62 @@ def test_a_third_driver_finds_the_table_in_the_metastore_as_a_sleeper_table(race
     assert (described["id"], described["writer"], described["seq"]) == ("bigint", "int", "int")
     # And its SQL read gives the rows the Python API reads
     assert sorted(read["ids"]) == sorted(table.scan().column("id").to_pylist())
+
+
+@pytest.fixture(scope="module")
+def thrift_server(hive_metastore: str, warehouse: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    server = start_thrift_server(tmp_path_factory.mktemp("thrift-server"), hive_metastore,
+                                 ss.Catalog.local(str(warehouse)))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+NUMBERS = r"-?\d+(,-?\d+)*"
+
+
+def _result(output: str, header: str, row: str = NUMBERS) -> list[tuple[str, ...]]:
+    """The rows of the result whose CSV header is ``header``: the lines after it that match ``row``."""
+    # beeline puts its prompt (``0: jdbc:hive2://...> ``) before the first line it prints.
+    lines = [re.sub(r"^\d+: jdbc:\S+> ", "", line) for line in output.splitlines()]
+    assert header in lines, f"no result headed {header!r} in beeline's output:\n{output}"
+    rows = []
+    for line in lines[lines.index(header) + 1:]:
+        if not re.fullmatch(row, line):  # the next result's header, or the end
+            break
+        rows.append(tuple(line.split(",")))
+    return rows
+
+
+def test_a_jdbc_client_of_the_thrift_server_reads_the_drivers_table_and_makes_and_fills_another(
+        race: Race, thrift_server: RunningServer, tmp_path: Path) -> None:
+    # Given the table the drivers made, and Spark's Thrift server over the same metastore and warehouse
+    events = race.catalog.table("db.events")
+
+    # When a JDBC client reads it, copies one writer's rows with CREATE TABLE ... AS SELECT, inserts a row
+    # into the copy, and reads the copy
+    output = beeline(thrift_server.endpoint_url, [
+        "SELECT id AS events_id, writer, seq FROM db.events ORDER BY id",
+        "CREATE TABLE db.copied USING sleeper AS SELECT * FROM db.events WHERE writer = 1",
+        "INSERT INTO db.copied VALUES (7, 7, 7)",
+        "SELECT id AS copied_id, writer, seq FROM db.copied ORDER BY id",
+        "SHOW TABLES IN db",
+    ], tmp_path)
+
+    # Then it read the rows the Python API reads
+    scanned = events.scan()
+    expected = sorted(zip(*(scanned.column(name).to_pylist() for name in ("id", "writer", "seq")), strict=True))
+    assert [tuple(map(int, row)) for row in _result(output, "events_id,writer,seq")] == expected
+    # And the copy is a sleeper table holding writer 1's rows and the inserted one, made by two commits
+    copied = race.catalog.table("db.copied")
+    copied_rows = copied.scan()
+    in_copy = sorted(zip(*(copied_rows.column(name).to_pylist() for name in ("id", "writer", "seq")), strict=True))
+    assert in_copy == sorted([row for row in expected if row[1] == 1] + [(7, 7, 7)])
+    assert [tuple(map(int, row)) for row in _result(output, "copied_id,writer,seq")] == in_copy
+    assert [s.rows_added for s in copied.history()] == [APPENDS * ROWS_PER_APPEND, 1]
+    check_log_invariants(copied)
+    # And the metastore lists both tables
+    assert sorted(_result(output, "namespace,tableName,isTemporary", r"db,\w+,\w+")) == [("db", "copied", "false"),
+                                                                          ("db", "events", "false")]
