@@ -8,8 +8,8 @@ metastore. Its code never calls ``ss.register``: the jar starts its Python side 
 loads it, creates READY, waits for START, then appends through ``saveAsTable``, each append tagged
 with its writer and seq (for the invariant checker) and an idempotent ``app_id`` / ``app_version``;
 it reports when its appends began and ended. ``read``: creates READY, waits for START, then
-reads what the metastore holds of ``db.events`` and the rows through SQL. Each prints one JSON
-line last.
+reads what the metastore holds of ``db.events`` and the rows through SQL. ``save``: one
+``saveAsTable`` of a new table, and the error it met. Each prints one JSON line last.
 """
 
 from __future__ import annotations
@@ -97,7 +97,19 @@ def read(spark: SparkSession, config: dict[str, Any]) -> dict[str, Any]:
                       "location": entry.storage().locationUri().get().toString()}}
 
 
-ROLES = {"append": append, "read": read}
+def save(spark: SparkSession, config: dict[str, Any]) -> dict[str, Any]:
+    frame = spark.createDataFrame(append_rows(0, 0), COLUMNS)
+    try:
+        frame.write.format("sleeper").mode("append").saveAsTable(TABLE)
+    except Exception as error:
+        found = ss.sleeper_error(error)
+        return {"saved": False, "error": type(error).__name__, "message": str(error),
+                "sleeper_error": None if found is None else type(found).__name__,
+                "sleeper_message": None if found is None else str(found)}
+    return {"saved": True}
+
+
+ROLES = {"append": append, "read": read, "save": save}
 
 
 def main(role: str, config: dict[str, Any]) -> None:
