@@ -49,9 +49,6 @@ def test_a_save_through_a_metastore_that_is_down_fails_and_commits_nothing(
     assert list(catalog.backend.store.list("db.events")) == []
 
 
-@pytest.mark.xfail(strict=True, reason="Spark's session catalog meets the metastore first (the table lookup of "
-                   "saveAsTable), and its AnalysisException ('Unable to instantiate ...SessionHiveMetaStoreClient') "
-                   "reaches the driver as it is: SleeperSessionCatalog does not yet map it to a sleeper_spark error")
 def test_a_save_through_a_metastore_that_is_down_says_what_to_do(refused_save: dict[str, Any]) -> None:
     # Given a driver whose metastore is down, When it saves a new table through saveAsTable
     # Then the error is sleeper_spark's StorageError, naming the setting to check

@@ -76,7 +76,7 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
             return tables.load(Identifier.of(new String[] {owner.namespace()[0], owner.name()}, ident.name()), version,
                     timestampMicros);
         }
-        Table entry = super.loadTable(ident);
+        Table entry = entryOf(ident);
         if (!isSleeper(entry)) {
             if (version != null) {
                 return super.loadTable(ident, version);
@@ -130,7 +130,21 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
             Table entry = super.loadTable(ident);
             return isSleeper(entry) ? entry : null;
         } catch (Exception missing) { // Spark's AnalysisException is checked in Java's eyes only
+            if (MetastoreFailures.unreachable(missing)) {
+                throw MetastoreFailures.said(missing, "looked up " + ident);
+            }
             return null;
+        }
+    }
+
+    /** The metastore's entry, where a metastore that cannot be reached is a StorageError saying what to check. */
+    private Table entryOf(Identifier ident) throws NoSuchTableException {
+        try {
+            return super.loadTable(ident);
+        } catch (NoSuchTableException missing) {
+            throw missing;
+        } catch (Exception failed) {
+            throw MetastoreFailures.said(failed, "looked up " + ident);
         }
     }
 
