@@ -15,10 +15,14 @@ from sleeper_spark.errors import (
     CorruptDataFileError,
     CorruptLogError,
     IcebergPublishError,
+    InvalidNamespaceNameError,
     InvalidTableNameError,
     LockHeldError,
     LogThrottledError,
     MergeCardinalityError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
     NoSnapshotsError,
     PathExistsError,
     PreconditionFailedError,
@@ -33,7 +37,7 @@ from sleeper_spark.errors import (
     WarehouseNotFoundError,
     WriteOutcomeUnknownError,
 )
-from sleeper_spark.models import ColumnStats, FileRef, Snapshot, SnapshotMember, VacuumReport, VerifyReport
+from sleeper_spark.models import ColumnStats, FileRef, Namespace, Snapshot, SnapshotMember, VacuumReport, VerifyReport
 from sleeper_spark.spark import register, sleeper_error  # importing it registers the Spark bridge
 from sleeper_spark.spark.common.jvm import catalog_conf, configure_spark, jar_path
 from sleeper_spark.table import Catalog, Table
@@ -54,10 +58,15 @@ __all__ = [
     "CorruptLogError",
     "FileRef",
     "IcebergPublishError",
+    "InvalidNamespaceNameError",
     "InvalidTableNameError",
     "LockHeldError",
     "LogThrottledError",
     "MergeCardinalityError",
+    "Namespace",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotEmptyError",
+    "NamespaceNotFoundError",
     "NoSnapshotsError",
     "PathExistsError",
     "PreconditionFailedError",

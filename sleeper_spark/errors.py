@@ -20,21 +20,47 @@ class InvalidTableNameError(SleeperSparkError):
     """A table name does not match ``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}``."""
 
 
+class InvalidNamespaceNameError(InvalidTableNameError):
+    """A namespace name is not dot-separated parts of ``[A-Za-z0-9_][A-Za-z0-9_-]*``.
+
+    A subclass of :class:`InvalidTableNameError`: a namespace name is the prefix of table names,
+    so code that refuses bad names refuses both with one ``except``.
+    """
+
+
 class TableNotFoundError(SleeperSparkError):
     """No table with this name exists in the catalog."""
 
 
-class WarehouseNotFoundError(TableNotFoundError):
+class NamespaceNotFoundError(SleeperSparkError):
+    """No namespace with this name exists in the catalog: none was created, and no table's name has it as a prefix.
+
+    Not a :class:`TableNotFoundError`: code that catches that one to create the missing table
+    (``catalog.write``, a ``save``) has nothing to create for a missing namespace, since
+    creating a table never needs its namespace to exist.
+    """
+
+
+class WarehouseNotFoundError(TableNotFoundError, NamespaceNotFoundError):
     """The warehouse itself does not exist (a mistyped local path); nothing was created.
 
-    A subclass of :class:`TableNotFoundError` because every table of a missing warehouse is
-    missing: code that creates a table when it finds none (``catalog.write``, a ``save``) goes
-    on to create the warehouse with it.
+    A subclass of :class:`TableNotFoundError` and :class:`NamespaceNotFoundError` because every
+    table and namespace of a missing warehouse is missing: code that creates a table or a
+    namespace when it finds none (``catalog.write``, a ``save``, ``CREATE NAMESPACE``) goes on
+    to create the warehouse with it.
     """
 
 
 class TableAlreadyExistsError(SleeperSparkError):
     """A table with this name exists already."""
+
+
+class NamespaceAlreadyExistsError(SleeperSparkError):
+    """A namespace with this name exists already: it was created, or a table's name has it as a prefix."""
+
+
+class NamespaceNotEmptyError(SleeperSparkError):
+    """A namespace still holds tables or namespaces, so it was not dropped; nothing was changed."""
 
 
 class NoSnapshotsError(SleeperSparkError):
@@ -140,10 +166,14 @@ __all__ = [
     "CorruptDataFileError",
     "CorruptLogError",
     "IcebergPublishError",
+    "InvalidNamespaceNameError",
     "InvalidTableNameError",
     "LockHeldError",
     "LogThrottledError",
     "MergeCardinalityError",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotEmptyError",
+    "NamespaceNotFoundError",
     "NoSnapshotsError",
     "PathExistsError",
     "PreconditionFailedError",

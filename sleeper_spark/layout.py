@@ -3,6 +3,7 @@
 Keys are relative to the warehouse root (``table_root`` is a table's folder in it)::
 
     _catalog/<name>.json                         the table registry of an object-store catalog
+    _catalog/_namespaces/<name>.json             its namespace records (no table's record: names hold no /)
     <table>/data/<col>=<value>/…/<uuid>.parquet  data files (the Python writer)
     <table>/data/spark-<write id>/…/part-….parquet  data files (Spark's own writer, one folder a write)
     <table>/_log/<20-digit number>.json          the transaction log of an object-store catalog
@@ -26,6 +27,7 @@ from __future__ import annotations
 from enum import Enum
 
 CATALOG_DIR = "_catalog"
+NAMESPACES_DIR = f"{CATALOG_DIR}/_namespaces"
 DATA_DIR = "data"
 LOG_DIR = "_log"
 BODIES_DIR = f"{LOG_DIR}/bodies"
@@ -49,6 +51,20 @@ def _join(*parts: str) -> str:
 
 def registry_key(table_name: str) -> str:
     return _join(CATALOG_DIR, f"{table_name}.json")
+
+
+def namespace_key(namespace: str) -> str:
+    """The record of a created namespace; a folder below the table records, so no table name reaches it."""
+    return _join(NAMESPACES_DIR, f"{namespace}.json")
+
+
+def namespace_of_key(name: str) -> str | None:
+    """The namespace a record names, from its name within the namespace folder, or ``None`` if it is none.
+
+    Intents and temporary files that a store may list there are not records.
+    """
+    stem = name.removesuffix(".json")
+    return stem if stem != name and "/" not in stem else None
 
 
 def spark_write_dir(write_id: str) -> str:

@@ -10,6 +10,7 @@ from sleeper_spark.layout import Kind, kind_of
 
 def test_every_stored_name_is_where_released_tables_expect_it() -> None:
     assert layout.registry_key("events") == "_catalog/events.json"
+    assert layout.namespace_key("sales.eu") == "_catalog/_namespaces/sales.eu.json"
     assert layout.log_entry_key("events", 7) == "events/_log/00000000000000000007.json"
     assert layout.body_key("events", "ab12") == "events/_log/bodies/ab12.json"
     assert layout.pending_key("events", "0f" * 16) == f"events/_log/pending/{'0f' * 16}.json"
@@ -32,6 +33,9 @@ def test_numbers_are_read_back_only_from_names_of_their_kind() -> None:
     assert layout.pending_record_key(f"{'0f' * 16}.json.INTENT.abc") is None
     assert layout.pending_record_key(f"{'0F' * 16}.json") is None
     assert layout.pending_record_key("0f.json") is None
+    assert layout.namespace_of_key("sales.eu.json") == "sales.eu"
+    assert layout.namespace_of_key("sales.json.INTENT.abc") is None
+    assert layout.namespace_of_key("sales.json.tmp-1") is None
 
 
 def test_a_pending_key_must_be_32_lowercase_hex_digits() -> None:

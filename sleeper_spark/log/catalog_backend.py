@@ -54,8 +54,8 @@ class ObjectStoreBackend(CatalogBackend):
     def __init__(
         self, store: ObjectStore, conditional: ConditionalWriteStrategy, retry: StoreRetryPolicy | None = None
     ) -> None:
-        super().__init__(store, conditional, ObjectStoreTableRegistry(store, conditional))
-        self._retry = retry  # of the state pointer's compare-and-swap
+        super().__init__(store, conditional, ObjectStoreTableRegistry(store, conditional, retry=retry))
+        self._retry = retry  # of the compare-and-swaps of the state pointer and of namespace records
 
     def transaction_log(self, entry: TableEntry) -> TransactionLog:
         return ObjectStoreTransactionLog(self.store, self.conditional, entry.root)

@@ -1,6 +1,7 @@
 """Pure data: files, snapshots, schemas and the transactions of the log. No I/O here."""
 
 from sleeper_spark.models.files import ColumnStats, FileRef, StatValue
+from sleeper_spark.models.namespace import Namespace
 from sleeper_spark.models.schema import DataType, Field, TableSchema
 from sleeper_spark.models.snapshot import Snapshot, SnapshotMember
 from sleeper_spark.models.transactions import (
@@ -24,6 +25,7 @@ __all__ = [
     "DataType",
     "Field",
     "FileRef",
+    "Namespace",
     "ReplaceFiles",
     "SetProperties",
     "SetSchema",

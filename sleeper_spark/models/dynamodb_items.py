@@ -24,6 +24,7 @@ _SERIALIZER = TypeSerializer()
 _DESERIALIZER = TypeDeserializer()
 
 CATALOG_ENTRY_KIND: Literal["catalog-entry"] = "catalog-entry"
+NAMESPACE_KIND: Literal["namespace"] = "namespace"
 
 
 def attribute_value(value: str | int | bytes) -> AttributeValue:
@@ -107,6 +108,23 @@ class CatalogEntryItem(DynamoDBItem):
 
     table_id: str
     kind: Literal["catalog-entry"] = CATALOG_ENTRY_KIND
+    catalog: str
+    name: str
+    entry: str
+    written_at: datetime | None = None
+
+
+class NamespaceItem(DynamoDBItem):
+    """A catalog's created namespace, keyed ``namespace#<warehouse>#<name>``; ``entry`` is the
+    :class:`~sleeper_spark.models.Namespace` JSON.
+
+    ``catalog`` and ``name`` are copies kept so that a scan can filter and list names. The key's
+    first part keeps it apart from the table entries (``catalog#...``) and from the table ids
+    (uuids) of the state pointers.
+    """
+
+    table_id: str
+    kind: Literal["namespace"] = NAMESPACE_KIND
     catalog: str
     name: str
     entry: str

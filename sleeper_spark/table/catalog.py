@@ -1,4 +1,4 @@
-"""The catalog: where tables are found, created and dropped."""
+"""The catalog: where tables and namespaces are found, created and dropped."""
 
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ from sleeper_spark.log import (
     TransactionCodec,
     TransactionNumberTakenError,
 )
-from sleeper_spark.models import CreateTable, Snapshot, TableSchema
+from sleeper_spark.models import CreateTable, Namespace, Snapshot, TableSchema
 from sleeper_spark.table.catalog_storage import open_backend
 from sleeper_spark.table.names import check_table_name
+from sleeper_spark.table.namespaces import CatalogNamespaces
 from sleeper_spark.table.table import Table
 from sleeper_spark.table.writes import check_partial_overwrite, check_write_args
 
@@ -150,6 +151,44 @@ class Catalog:
         prefixes = [table.root + "/"] if purge else table_metadata_prefixes(table.root)
         for prefix in prefixes:
             store.delete_many([info.key for info in store.list(prefix)])
+
+    # -- namespaces ----------------------------------------------------------------------
+
+    def create_namespace(self, name: str, comment: str | None = None, properties: Mapping[str, str] | None = None,
+                         if_not_exists: bool = False) -> Namespace:
+        """Creates the namespace ``name`` (``"sales"``, ``"sales.eu"``) with a comment and properties.
+
+        :class:`NamespaceAlreadyExistsError` if it exists (created, or a prefix of table names),
+        unless ``if_not_exists``, which returns the existing one unchanged. Creates the warehouse
+        if it is new, as :meth:`create_table` does. A property ``"comment"`` is the comment, as in
+        Spark's namespace metadata.
+        """
+        return self._namespaces.create(name, comment, properties, if_not_exists)
+
+    def namespace(self, name: str) -> Namespace:
+        """The namespace ``name``: its record, or for a prefix of table names that was never
+        created, one with no comment, no properties and ``created_at=None``;
+        :class:`NamespaceNotFoundError` if it is neither."""
+        return self._namespaces.get(name)
+
+    def namespaces(self, parent: str | None = None) -> list[str]:
+        """The full names of the namespaces directly in ``parent`` (at the top when ``None``), sorted:
+        created ones and the prefixes of table names. :class:`NamespaceNotFoundError` for a missing parent."""
+        return self._namespaces.children(parent)
+
+    def alter_namespace(self, name: str, set: Mapping[str, str] | None = None, unset: Sequence[str] = ()) -> Namespace:
+        """Sets and removes properties of a namespace (the key ``"comment"`` sets or removes its comment)
+        and returns it; a namespace only table names made is recorded by its first change."""
+        return self._namespaces.alter(name, set, unset)
+
+    def drop_namespace(self, name: str, cascade: bool = False) -> None:
+        """Drops a namespace; :class:`NamespaceNotEmptyError` while it holds tables or namespaces, unless
+        ``cascade``, which drops each of its tables as :meth:`drop_table` does and the namespaces in it."""
+        self._namespaces.drop(name, cascade)
+
+    @property
+    def _namespaces(self) -> CatalogNamespaces:
+        return CatalogNamespaces(self.backend, self.config.warehouse, self.drop_table)
 
     def _cached(self, entry: TableEntry) -> bool:
         with self._lock:

@@ -13,7 +13,8 @@ from typing import Any
 
 from sleeper_spark.config import CatalogConfig
 from sleeper_spark.log import ObjectStoreTransactionLog, TransactionLog
-from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_registry import DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer
 from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableRegistry
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePointer
 from sleeper_spark.storage import ConditionalWritesStore, ObjectStore
@@ -65,6 +66,6 @@ def open_dynamodb_pointer(endpoint: str, snapshots_table: str, run: str, table: 
     return DynamoDBStatePointer(client, snapshots_table, f"{run}/{table}", conditional_client=conditional)
 
 
-def open_dynamodb_registry(endpoint: str, table: str, namespace: str) -> TableRegistry:
+def open_dynamodb_registry(endpoint: str, table: str, warehouse: str) -> TableRegistry:
     client, conditional = dynamodb_clients(endpoint)
-    return DynamoDBTableRegistry(client, table, namespace, conditional_client=conditional)
+    return DynamoDBTableRegistry(client, table, warehouse, conditional_client=conditional)

@@ -26,7 +26,8 @@ from sleeper_spark.errors import (
 from sleeper_spark.log.aws.aws_catalog_backend import AwsBackend
 from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.aws.dynamodb_log_tables import ensure_tables
-from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_registry import DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer
 from sleeper_spark.log.registry import TableEntry
 from sleeper_spark.log.transaction_log import LogRecord, TransactionLog
 from sleeper_spark.storage.aws import make_client

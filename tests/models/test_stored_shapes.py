@@ -1,8 +1,8 @@
 """Golden files pin what the table format writes besides transactions and state snapshots.
 
-Lock files and intents on the object store, and every item kind in DynamoDB (transaction log,
-pending appends, state pointer, catalog registry, the lock table of the ``dynamodb-lock`` strategy): tables
-written by a released version must still read. Each test builds the stored form through the
+Lock files, intents and namespace records on the object store, and every item kind in DynamoDB
+(transaction log, pending appends, state pointer, catalog registry and namespace records, the lock
+table of the ``dynamodb-lock`` strategy): tables written by a released version must still read. Each test builds the stored form through the
 code that writes it and compares it byte for byte with its file in ``tests/golden/``;
 ``SLEEPER_UPDATE_GOLDEN=1`` rewrites them (review the diff: that is a format change).
 """
@@ -21,13 +21,16 @@ from typing import Any
 import pytest
 
 from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
-from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_registry import DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer
 from sleeper_spark.log.aws.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.registry import TableEntry
+from sleeper_spark.models import Namespace
 from sleeper_spark.models.dynamodb_items import (
     CatalogEntryItem,
     DynamoDBItem,
     LockRecordItem,
+    NamespaceItem,
     PendingItem,
     StatePointerItem,
     TransactionItem,
@@ -42,6 +45,8 @@ from tests.models.golden import GOLDEN, check_golden
 
 AT = datetime(2024, 5, 17, 12, 30, 0, tzinfo=timezone.utc)
 WRITTEN_AT = "2024-05-17T12:30:00+00:00"  # stands in for the clock's time of each put
+SALES_EU = Namespace(name="sales.eu", comment="Orders of the EU shops", properties={"owner": "finance"},
+                     created_at=AT)
 
 
 @pytest.fixture
@@ -90,6 +95,21 @@ def test_the_object_store_catalog_entry_and_state_pointer_keep_their_stored_form
     # Then both files hold the released bytes
     stored = {info.key: store.get(info.key).decode() for info in store.list("")}
     check_golden("object_store_files.json", json.dumps(stored, indent=2, sort_keys=True) + "\n")
+
+
+def test_the_object_store_namespace_record_keeps_its_stored_form(tmp_path: Path) -> None:
+    # Given a created namespace recorded on an object store
+    from sleeper_spark.log.registry import ObjectStoreTableRegistry
+    from sleeper_spark.storage.conditional import NativeConditionalWrites
+
+    store = LocalObjectStore(str(tmp_path))
+    ObjectStoreTableRegistry(store, NativeConditionalWrites(store)).register_namespace(SALES_EU)
+    # Then its file has the released key and bytes
+    stored = {info.key: store.get(info.key).decode() for info in store.list("")}
+    check_golden("object_store_namespace_files.json", json.dumps(stored, indent=2, sort_keys=True) + "\n")
+    # And they read back as the same namespace
+    (record,) = json.loads((GOLDEN / "object_store_namespace_files.json").read_text()).values()
+    assert Namespace.model_validate_json(record) == SALES_EU
 
 
 # -- DynamoDB items --------------------------------------------------------------------------
@@ -156,9 +176,17 @@ def test_the_state_pointer_item_keeps_its_stored_form() -> None:
 
 def test_the_catalog_entry_item_keeps_its_stored_form() -> None:
     client = _RecordingClient()
-    registry = DynamoDBTableRegistry(client, "snapshots", namespace="s3://bucket/warehouse")  # type: ignore[arg-type]
+    registry = DynamoDBTableRegistry(client, "snapshots", warehouse="s3://bucket/warehouse")  # type: ignore[arg-type]
     registry.register(TableEntry(name="events", table_id="3f2c", root="events", created_at=AT))
     check_golden("dynamodb_catalog_entry_item.json", _as_json(client.items[0]))
+
+
+def test_the_namespace_item_keeps_its_stored_form() -> None:
+    client = _RecordingClient()
+    registry = DynamoDBTableRegistry(client, "snapshots", warehouse="s3://bucket/warehouse")  # type: ignore[arg-type]
+    registry.register_namespace(SALES_EU)
+    check_golden("dynamodb_namespace_item.json", _as_json(client.items[0]))
+    assert Namespace.model_validate_json(NamespaceItem.from_item(client.items[0]).entry) == SALES_EU
 
 
 def test_the_lock_table_item_keeps_its_stored_form(tmp_path: Path, fixed_host: None) -> None:
@@ -191,6 +219,7 @@ def _golden_item(name: str) -> dict[str, Any]:
     ("dynamodb_pending_item.json", PendingItem),
     ("dynamodb_state_pointer_item.json", StatePointerItem),
     ("dynamodb_catalog_entry_item.json", CatalogEntryItem),
+    ("dynamodb_namespace_item.json", NamespaceItem),
     ("dynamodb_lock_item.json", LockRecordItem),
 ])
 def test_each_dynamodb_item_kind_reads_back_as_stored(name: str, model: type[DynamoDBItem]) -> None:

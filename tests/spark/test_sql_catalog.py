@@ -211,26 +211,84 @@ def test_a_time_travelled_table_cannot_be_written(spark: SparkSession, lake: ss.
 
 
 def test_tables_and_namespaces_follow_the_names(spark: SparkSession, lake: ss.Catalog) -> None:
-    # Given tables in a namespace, in a nested one and outside any
+    # Given tables in a namespace, in a nested one and outside any, and an empty created namespace
     schema = pa.schema([("id", pa.int64())])
     for name in ("sales.orders", "sales.eu.orders", "top"):
         lake.create_table(name, schema)
+    lake.create_namespace("empty")
 
-    # Then SHOW TABLES and SHOW NAMESPACES list them by prefix
+    # Then SHOW TABLES and SHOW NAMESPACES list them by prefix, and the created one too
     assert [r["tableName"] for r in spark.sql("SHOW TABLES IN lake.sales").collect()] == ["orders"]
     assert [r["tableName"] for r in spark.sql("SHOW TABLES IN lake.sales.eu").collect()] == ["orders"]
-    assert [r["namespace"] for r in spark.sql("SHOW NAMESPACES IN lake").collect()] == ["sales"]
+    assert spark.sql("SHOW TABLES IN lake.empty").collect() == []
+    assert [r["namespace"] for r in spark.sql("SHOW NAMESPACES IN lake").collect()] == ["empty", "sales"]
     assert [r["namespace"] for r in spark.sql("SHOW NAMESPACES IN lake.sales").collect()] == ["sales.eu"]
 
 
-def test_drop_namespace_is_refused_while_it_holds_tables_unless_cascade(spark: SparkSession, lake: ss.Catalog) -> None:
-    lake.create_table("db.a", pa.schema([("id", pa.int64())]))
+def test_create_namespace_on_a_new_warehouse_records_and_describes_it(spark: SparkSession, lake: ss.Catalog) -> None:
+    # Given a catalog whose warehouse does not exist yet
+    assert not lake.backend.store.root_exists()
+
+    # When a namespace, and one nested in it, are created before any table
+    spark.sql("CREATE NAMESPACE lake.sales COMMENT 'Orders' WITH DBPROPERTIES ('tier' = 'gold')")
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.sales.eu")
+
+    # Then Spark lists and describes them, with the comment and properties the Python API reads
+    assert [r["namespace"] for r in spark.sql("SHOW NAMESPACES IN lake").collect()] == ["sales"]
+    assert [r["namespace"] for r in spark.sql("SHOW NAMESPACES IN lake.sales").collect()] == ["sales.eu"]
+    described = {r["info_name"]: r["info_value"]
+                 for r in spark.sql("DESCRIBE NAMESPACE EXTENDED lake.sales").collect()}
+    assert (described["Comment"], described["Properties"]) == ("Orders", "((tier,gold))")
+    sales = lake.namespace("sales")
+    assert sales.recorded and sales.comment == "Orders" and sales.properties["tier"] == "gold"
+    assert "comment" not in sales.properties and lake.tables() == []
+
+    # And creating it again is Spark's SCHEMA_ALREADY_EXISTS
     with pytest.raises(AnalysisException) as raised:
-        spark.sql("DROP NAMESPACE lake.db")
-    assert raised.value.getCondition() == "SCHEMA_NOT_EMPTY"
-    assert lake.tables() == ["db.a"]
+        spark.sql("CREATE NAMESPACE lake.sales")
+    assert raised.value.getCondition() == "SCHEMA_ALREADY_EXISTS"
+
+
+def test_alter_namespace_and_comment_on_namespace_change_its_record(spark: SparkSession, lake: ss.Catalog) -> None:
+    # Given a namespace with a comment and a property
+    lake.create_namespace("sales", comment="Orders", properties={"tier": "gold"})
+
+    # When a property is set, one unset and the comment replaced
+    spark.sql("ALTER NAMESPACE lake.sales SET DBPROPERTIES ('retention' = '7d')")
+    spark.sql("ALTER NAMESPACE lake.sales UNSET DBPROPERTIES ('tier')")
+    spark.sql("COMMENT ON NAMESPACE lake.sales IS 'All orders'")
+
+    # Then the record holds them; COMMENT ... IS NULL removes the comment
+    sales = lake.namespace("sales")
+    assert (sales.comment, sales.properties) == ("All orders", {"retention": "7d"})
+    spark.sql("COMMENT ON NAMESPACE lake.sales IS NULL")
+    assert lake.namespace("sales").comment is None
+
+    # And a location, which a sleeper namespace does not have, is refused with the typed error
+    with pytest.raises(Exception, match="no location of its own") as raised:
+        spark.sql("ALTER NAMESPACE lake.sales SET LOCATION '/elsewhere'")
+    assert isinstance(ss.sleeper_error(raised.value), ss.ConfigError)
+
+
+def test_drop_namespace_is_refused_while_it_holds_tables_unless_cascade(spark: SparkSession, lake: ss.Catalog) -> None:
+    # Given a namespace holding a table, one holding a created namespace, and an empty one
+    lake.create_table("db.a", pa.schema([("id", pa.int64())]))
+    spark.sql("CREATE NAMESPACE lake.web")
+    spark.sql("CREATE NAMESPACE lake.web.eu")
+    spark.sql("CREATE NAMESPACE lake.empty")
+
+    # When each is dropped without CASCADE, Then the empty one goes and the others are refused
+    spark.sql("DROP NAMESPACE lake.empty")
+    for name in ("db", "web"):
+        with pytest.raises(AnalysisException) as raised:
+            spark.sql(f"DROP NAMESPACE lake.{name}")
+        assert raised.value.getCondition() == "SCHEMA_NOT_EMPTY"
+    assert lake.tables() == ["db.a"] and lake.namespaces() == ["db", "web"]
+
+    # And with CASCADE their tables and namespaces go with them
     spark.sql("DROP NAMESPACE lake.db CASCADE")
-    assert lake.tables() == []
+    spark.sql("DROP NAMESPACE lake.web CASCADE")
+    assert lake.tables() == [] and lake.namespaces() == []
 
 
 def test_drop_table_removes_it_from_the_catalog(spark: SparkSession, lake: ss.Catalog) -> None:

@@ -15,7 +15,8 @@ from sleeper_spark.config import CatalogConfig
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.log.aws.dynamodb_log import DynamoDBTransactionLog
 from sleeper_spark.log.aws.dynamodb_log_tables import ensure_tables
-from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer, DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_registry import DynamoDBTableRegistry
+from sleeper_spark.log.aws.dynamodb_snapshots_table import DynamoDBStatePointer
 from sleeper_spark.log.aws.pending_dynamodb import DynamoDBPendingAppends
 from sleeper_spark.log.catalog_backend import CatalogBackend
 from sleeper_spark.log.registry import TableEntry
@@ -41,7 +42,7 @@ class AwsBackend(CatalogBackend):
         registry = DynamoDBTableRegistry(
             self._dynamodb,
             config.snapshots_table,
-            namespace=store.root_uri,
+            warehouse=store.root_uri,
             conditional_client=self._dynamodb_conditional,
             retry=config.store_retry,
         )

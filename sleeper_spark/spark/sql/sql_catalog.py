@@ -10,7 +10,6 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
   reach it (``native``; else the JVM reads through the Python data source and writes fall back to
   it too); ``{"missing": <why>}`` for a table that does not exist.
 - ``list`` ``{namespace}``: the tables directly in a namespace.
-- ``namespaces`` ``{namespace}``: whether it exists and its child namespaces.
 - ``create`` ``{table, schema, partitionColumns, properties}``: the new table, as ``load``
   answers, or ``{"exists": true}``.
 - ``metadata`` ``{table, kind, version?, timestampMicros?}``: the metadata table ``kind``
@@ -19,7 +18,11 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
   :mod:`sleeper_spark.spark.sql.procedures`.
 - ``alter`` ``{table, changes}``: ``ALTER TABLE``'s changes, each ``{"kind", ...}``; all are checked
   before the first is committed, and each kind commits once (added columns together).
-- ``drop`` ``{table, purge}``; ``createNamespace``; ``dropNamespace`` ``{namespace, cascade}``.
+- ``drop`` ``{table, purge}``.
+- ``namespaces`` ``{namespace}``: whether it exists and its child namespaces; ``namespace``
+  ``{namespace}``: its metadata (properties, and its comment as ``comment``);
+  ``createNamespace`` ``{namespace, metadata}``; ``alterNamespace`` ``{namespace, set, unset}``;
+  ``dropNamespace`` ``{namespace, cascade}``: see :mod:`sleeper_spark.spark.sql.sql_namespaces`.
 - ``changelog`` ``{table, range, deduplicationMode, computeUpdates}``: the columns and row identity
   of a changes read, see :mod:`sleeper_spark.spark.changes` (the bridge's ``changes`` gives its rows).
 - ``adopt`` ``{table, location?}``: the existing table that the session catalog's ``CREATE TABLE
@@ -28,9 +31,8 @@ The JVM sends one JSON request a call through the bridge ``format("sleeper")`` u
   :mod:`sleeper_spark.spark.sql.table_replacement`.
 
 Names: a namespace is a prefix of a table's name, so Spark's ``lake.sales.orders`` is the
-table ``sales.orders`` (see :func:`namespace_of`). A namespace exists while a table's name has
-it as a prefix; ``CREATE NAMESPACE`` alone makes nothing visible, since sleeper catalogs keep no
-namespace records.
+table ``sales.orders`` (see :func:`namespace_of`). A namespace exists once ``CREATE NAMESPACE``
+records it, or while a table's name has it as a prefix (see :mod:`sleeper_spark.table.namespaces`).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from sleeper_spark.spark.common.conversions import spark_schema
 from sleeper_spark.spark.common.jvm import native_entry
 from sleeper_spark.spark.common.options import open_catalog
 from sleeper_spark.spark.native.native_read import native_root
-from sleeper_spark.spark.sql import procedures
+from sleeper_spark.spark.sql import procedures, sql_namespaces
 from sleeper_spark.spark.sql.definitions import PROVIDER, create_table
 from sleeper_spark.spark.sql.metadata_tables import metadata_table
 from sleeper_spark.table import Catalog, Table
@@ -81,11 +83,6 @@ def answer(spark: Any, request: Mapping[str, Any]) -> dict[str, Any]:
 def namespace_of(table: str) -> tuple[str, ...]:
     """The Spark namespace of a table name: every part but the last (``a.b.t`` is in ``a.b``)."""
     return tuple(table.split(".")[:-1])
-
-
-def _inside(table: str, namespace: tuple[str, ...]) -> bool:
-    """Whether ``table`` is in ``namespace`` or in one nested in it."""
-    return namespace_of(table)[:len(namespace)] == namespace
 
 
 def _load(request: _Request) -> dict[str, Any]:
@@ -120,17 +117,9 @@ def _described(spark: Any, table: Table, version: int | None, pinned: bool) -> d
 
 def _list(request: _Request) -> dict[str, Any]:
     namespace = tuple(request.body["namespace"])
-    names = request.catalog.tables()
-    tables = [name for name in names if namespace_of(name) == namespace]
-    exists = not namespace or any(_inside(name, namespace) for name in names)
+    tables = [name for name in request.catalog.tables() if namespace_of(name) == namespace]
+    exists = not namespace or bool(tables) or sql_namespaces.exists(request.catalog, ".".join(namespace))
     return {"tables": tables, "exists": exists}
-
-
-def _namespaces(request: _Request) -> dict[str, Any]:
-    namespace = tuple(request.body["namespace"])
-    below = [namespace_of(name) for name in request.catalog.tables() if _inside(name, namespace)]
-    children = sorted({parts[len(namespace)] for parts in below if len(parts) > len(namespace)})
-    return {"exists": bool(below) or not namespace, "children": children}
 
 
 def _create(request: _Request) -> dict[str, Any]:
@@ -265,20 +254,6 @@ def _drop(request: _Request) -> dict[str, Any]:
     return {"dropped": True}
 
 
-def _create_namespace(request: _Request) -> dict[str, Any]:
-    return {}  # namespaces are name prefixes: the first table created in one makes it visible
-
-
-def _drop_namespace(request: _Request) -> dict[str, Any]:
-    namespace = tuple(request.body["namespace"])
-    inside = [name for name in request.catalog.tables() if _inside(name, namespace)]
-    if inside and not request.body.get("cascade"):
-        return {"nonEmpty": True}
-    for name in inside:
-        request.catalog.drop_table(name)
-    return {"dropped": bool(inside)}
-
-
 def _changelog(request: _Request) -> dict[str, Any]:
     try:
         table = request.catalog.table(request.body["table"])
@@ -287,10 +262,15 @@ def _changelog(request: _Request) -> dict[str, Any]:
     return describe_changelog(table, request.body)
 
 
+def _on_namespaces(operation: sql_namespaces.NamespaceRequest) -> Callable[[_Request], dict[str, Any]]:
+    return lambda request: operation(request.catalog, request.body)
+
+
 _OPERATIONS: dict[str, Callable[[_Request], dict[str, Any]]] = {
     "load": _load, "changelog": _changelog,
-    "list": _list, "namespaces": _namespaces, "create": _create, "alter": _alter, "drop": _drop,
+    "list": _list, "create": _create, "alter": _alter, "drop": _drop,
     "metadata": _metadata, "procedure": _procedure, "call": _call, "stage": _stage,
-    "createNamespace": _create_namespace, "dropNamespace": _drop_namespace, "adopt": _adopt,
+    "adopt": _adopt,
+    **{op: _on_namespaces(operation) for op, operation in sql_namespaces.OPERATIONS.items()},
 }
 

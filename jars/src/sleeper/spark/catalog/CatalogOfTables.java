@@ -45,9 +45,10 @@ import sleeper.spark.bridge.FormatBridge;
  * of {@code Catalog.options()}) as {@code spark.sql.catalog.<name>.<key>}.
  *
  * <p>A namespace is a prefix of a table's name: {@code lake.sales.orders} is the table
- * {@code sales.orders}, and {@code lake.a.b.t} is {@code a.b.t}. The log, the commit protocol
- * and the catalog's registry stay in Python: every call here is one request to the driver's
- * Python side through the bridge {@code format("sleeper")} uses.
+ * {@code sales.orders}, and {@code lake.a.b.t} is {@code a.b.t}. A namespace exists once it is
+ * created (the registry records its comment and properties) or while a table's name has it as a
+ * prefix. The log, the commit protocol and the catalog's registry stay in Python: every call
+ * here is one request to the driver's Python side through the bridge {@code format("sleeper")} uses.
  */
 public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces, ProcedureCatalog {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -292,29 +293,70 @@ public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces,
         return namespace.length == 0 || namespaces(namespace).exists;
     }
 
+    /** The namespace's properties, with its comment under {@code comment}, as the Python side records them. */
     @Override
     public Map<String, String> loadNamespaceMetadata(String[] namespace) throws NoSuchNamespaceException {
-        if (!namespaceExists(namespace)) {
+        if (namespace.length == 0) {
+            return new HashMap<>();
+        }
+        ObjectNode request = request("namespace");
+        request.set("namespace", JSON.valueToTree(namespace));
+        JsonNode answer = call(request);
+        if (answer.hasNonNull("missing")) {
             throw new NoSuchNamespaceException(namespace);
         }
-        return new HashMap<>();
+        Map<String, String> metadata = new HashMap<>();
+        answer.get("metadata").properties().forEach(entry -> metadata.put(entry.getKey(), entry.getValue().asText()));
+        return metadata;
     }
 
+    /**
+     * {@code CREATE NAMESPACE}: the Python side records it with its metadata ({@code comment} is its comment), and
+     * creates the warehouse if it is new.
+     */
     @Override
     public void createNamespace(String[] namespace, Map<String, String> metadata)
             throws NamespaceAlreadyExistsException {
-        if (namespaceExists(namespace)) {
-            throw new NamespaceAlreadyExistsException(namespace);
-        }
         ObjectNode request = request("createNamespace");
         request.set("namespace", JSON.valueToTree(namespace));
-        call(request);
+        request.set("metadata", JSON.valueToTree(metadata));
+        if (call(request).path("exists").asBoolean(false)) {
+            throw new NamespaceAlreadyExistsException(namespace);
+        }
     }
 
+    /**
+     * {@code ALTER NAMESPACE ... SET / UNSET DBPROPERTIES} and {@code COMMENT ON NAMESPACE}: the properties set and
+     * removed, in one change of the namespace's record. Spark's {@code COMMENT ON ... IS NULL} sets the comment to
+     * an empty text: that removes it.
+     */
     @Override
-    public void alterNamespace(String[] namespace, NamespaceChange... changes) {
-        throw new UnsupportedOperationException("a sleeper catalog's namespaces are prefixes of table names and have "
-                + "no properties to change");
+    public void alterNamespace(String[] namespace, NamespaceChange... changes) throws NoSuchNamespaceException {
+        ObjectNode set = JSON.createObjectNode();
+        List<String> unset = new ArrayList<>();
+        for (NamespaceChange change : changes) {
+            if (change instanceof NamespaceChange.SetProperty property) {
+                boolean noComment = property.property().equals(SupportsNamespaces.PROP_COMMENT)
+                        && (property.value() == null || property.value().isEmpty());
+                if (noComment) {
+                    unset.add(SupportsNamespaces.PROP_COMMENT);
+                } else {
+                    set.put(property.property(), property.value());
+                }
+            } else if (change instanceof NamespaceChange.RemoveProperty property) {
+                unset.add(property.property());
+            } else {
+                throw new UnsupportedOperationException("a sleeper namespace changes by its properties only, not by "
+                        + change);
+            }
+        }
+        ObjectNode request = request("alterNamespace");
+        request.set("namespace", JSON.valueToTree(namespace));
+        request.set("set", set);
+        request.set("unset", JSON.valueToTree(unset));
+        if (call(request).hasNonNull("missing")) {
+            throw new NoSuchNamespaceException(namespace);
+        }
     }
 
     @Override
