@@ -266,3 +266,26 @@ def test_without_the_session_catalog_save_as_table_names_the_setting_and_records
         spark.range(2).write.format("sleeper").saveAsTable(name)
 
     assert name not in [r.tableName for r in spark.sql("SHOW TABLES").collect()]
+
+
+QUERIES = [
+    "SELECT * FROM {t}",
+    "SELECT id, v FROM {t} WHERE day = 'd2'",
+    "SELECT day, count(*), sum(id) FROM {t} GROUP BY day",
+    "SELECT * FROM {t} WHERE id BETWEEN 5 AND 40 AND v IS NOT NULL",
+    "SELECT * FROM {t} WHERE v IS NULL",
+]
+
+
+def test_every_query_on_a_sleeper_table_answers_as_on_a_parquet_copy(spark: SparkSession, session_catalog: ss.Catalog,
+                                                                    db: str) -> None:
+    source = spark.createDataFrame([(i, None if i % 7 == 0 else f"v{i}", f"d{i % 3}") for i in range(60)],
+                                   "id long, v string, day string")
+    source.write.format("sleeper").partitionBy("day").saveAsTable(f"{db}.s")
+    source.where("id >= 50").write.format("sleeper").mode("append").saveAsTable(f"{db}.s")
+    source.write.format("parquet").partitionBy("day").saveAsTable(f"{db}.p")
+    source.where("id >= 50").write.format("parquet").partitionBy("day").mode("append").saveAsTable(f"{db}.p")
+
+    for query in QUERIES:
+        assert rows(spark.sql(query.format(t=f"{db}.s"))) == rows(spark.sql(query.format(t=f"{db}.p"))), query
+    assert rows(spark.table(f"{db}.s")) == scanned(session_catalog, f"{db}.s")
