@@ -4,7 +4,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -26,13 +28,28 @@ public final class DriverSide {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String SESSION_PREFIX = "spark.sleeper.";
     private static volatile FormatBridge bridge;
+    // Every bridge this JVM has dropped, kept reachable for the JVM's life. py4j's proxy of a Python
+    // object tells the Python side to forget that object when the proxy is collected, by its object
+    // id, through whichever Python side is connected then; a restarted Python side numbers its
+    // objects from the start again, so collecting the dead side's proxy would make the live side
+    // forget its own bridge ("Object ID unknown" on the next call).
+    private static final List<FormatBridge> RETIRED = new ArrayList<>();
 
     private DriverSide() {
     }
 
     /** Connects the Python driver's side; the last one connected wins (one driver per JVM). */
-    public static void connect(FormatBridge driverSide) {
+    public static synchronized void connect(FormatBridge driverSide) {
+        retire();
         bridge = driverSide;
+    }
+
+    /** Drops the connected bridge, keeping its proxy (see {@link #RETIRED}). */
+    private static synchronized void retire() {
+        if (bridge != null) {
+            RETIRED.add(bridge);
+            bridge = null;
+        }
     }
 
     /** Whether a Python driver has connected its side in this JVM. */
@@ -52,7 +69,7 @@ public final class DriverSide {
      */
     public static FormatBridge connectedBridge(SparkSession spark, String what) {
         if (PythonSide.died()) {
-            bridge = null; // its process is gone: the bridge would fail every call
+            retire(); // its process is gone: the bridge would fail every call
         }
         if (bridge == null && PythonSide.enabled(spark)) {
             PythonSide.start(spark, what);
