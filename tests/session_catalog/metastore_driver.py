@@ -81,6 +81,12 @@ def append(spark: SparkSession, config: dict[str, Any]) -> dict[str, Any]:
                 raise
             committed = False  # gave up after its retries: it must have left no trace
         outcomes.append({"seq": seq, "rows": ROWS_PER_APPEND, "committed": committed})
+        if seq == 0:
+            # A barrier after the first append: every driver has begun before any goes on, so the
+            # drivers' appends overlap however slowly the machine runs them.
+            Path(config["first"]).touch()
+            for other in config["firsts"]:
+                wait_for(other)
     return {"writer": writer, "outcomes": outcomes, "began": began, "ended": time.time()}
 
 

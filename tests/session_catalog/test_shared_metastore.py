@@ -56,7 +56,10 @@ def race(hive_metastore: str, warehouse: Path, tmp_path_factory: pytest.TempPath
     # The first creates the table, the others wait until it has
     drivers = [Driver(f"writer-{writer}", "append", {**common, "writer": writer, "create": writer == 0,
                                                      "after": str(folder / "ready-0"),
-                                                     "ready": str(folder / f"ready-{writer}")}, folder)
+                                                     "ready": str(folder / f"ready-{writer}"),
+                                                     "first": str(folder / f"first-{writer}"),
+                                                     "firsts": [str(folder / f"first-{w}") for w in range(WRITERS)]},
+                      folder)
                for writer in range(WRITERS)]
     reader = Driver("reader", "read", {**common, "ready": str(folder / "ready-reader"),
                                        "start": str(folder / "raced")}, folder)
