@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import sleeper_spark as ss
 from sleeper_spark.spark.common.jvm import catalog_conf
-from tests.fixtures.sql_catalog import session_conf
+from tests.fixtures.sql_catalog import RecordingBuilder, session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -55,15 +55,7 @@ def events(spark: SparkSession, ids: range, day: str = "d1") -> DataFrame:
 
 
 def test_configure_spark_sets_the_session_catalog_class_options_and_extension(catalog: ss.Catalog) -> None:
-    class Builder:
-        def __init__(self) -> None:
-            self._options: dict[str, str] = {}
-
-        def config(self, key: str, value: str) -> Builder:
-            self._options[key] = value
-            return self
-
-    conf = ss.configure_spark(Builder(), catalogs={"lake": catalog}, session_catalog=catalog)._options
+    conf = ss.configure_spark(RecordingBuilder(), catalogs={"lake": catalog}, session_catalog=catalog)._options
 
     assert conf["spark.sql.catalog.spark_catalog"] == "sleeper.spark.SleeperSessionCatalog"
     assert conf["spark.sql.catalog.lake"] == "sleeper.spark.SleeperCatalog"

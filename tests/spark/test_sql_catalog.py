@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 import sleeper_spark as ss
 from sleeper_spark.spark.common.jvm import catalog_conf
 from tests.fixtures import catalogs
-from tests.fixtures.sql_catalog import session_conf
+from tests.fixtures.sql_catalog import RecordingBuilder, session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -27,17 +27,8 @@ ORDERS = "CREATE TABLE lake.sales.orders (id BIGINT, day STRING, amount DOUBLE) 
 
 
 def test_configure_spark_writes_the_catalog_class_and_every_option(catalog: ss.Catalog) -> None:
-    # Given a builder that records its settings
-    class Builder:
-        def __init__(self) -> None:
-            self._options: dict[str, str] = {}
-
-        def config(self, key: str, value: str) -> Builder:
-            self._options[key] = value
-            return self
-
-    # When the catalog is configured under the name lake
-    conf = ss.configure_spark(Builder(), catalogs={"lake": catalog})._options
+    # Given a builder that records its settings, When the catalog is configured under the name lake
+    conf = ss.configure_spark(RecordingBuilder(), catalogs={"lake": catalog})._options
 
     # Then the catalog class and each of catalog.options() are set under spark.sql.catalog.lake
     assert conf["spark.sql.catalog.lake"] == "sleeper.spark.SleeperCatalog"
