@@ -20,7 +20,8 @@ SLEEPER_FAULT_SEED         seed of the fault schedules                          
 SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                         20
 SLEEPER_TORTURE_WORKERS    how many torture processes                                   8
 SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/storage)    unset
-                           and the sink kill test on AWS (tests/streaming)
+                           and the sink kill test on AWS, its random-moment kill,
+                           and every streaming test on AWS (tests/streaming)
                            and the two-driver merge race on AWS (tests/changes)
                            and 300 runs of each exit script (tests/test_clean_exit.py)
                            and more differential tables and cluster rows (tests/spark)

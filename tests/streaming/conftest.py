@@ -1,5 +1,10 @@
 """The streaming tests share the SparkSession of ``tests.fixtures.spark``; they run on the local
-disk and on the AWS test servers (DynamoDB Local + SeaweedFS)."""
+disk and on the AWS test servers (DynamoDB Local + SeaweedFS).
+
+The sink and the source reach a table only through its API, whose commits every backend's
+contract suite checks: by default the AWS servers run the tests in ``ON_AWS_BY_DEFAULT`` (one of
+the sink, one of the source, one of the changes), and a long run (``SLEEPER_LONG_RUN=1``) all.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,24 @@ import pytest
 pytest.importorskip("pyspark")
 
 from tests.fixtures.spark import catalog, catalog_factory_over, spark
+from tests.reliability.budget import LONG_RUN
 
 STREAMING_BACKENDS = ["local", "aws"]
 catalog_factory = catalog_factory_over(STREAMING_BACKENDS)
+ON_AWS_BY_DEFAULT = frozenset({
+    "test_each_micro_batch_is_one_snapshot_tagged_with_the_query_and_batch",
+    "test_appends_are_delivered_once_across_restarts",
+    "test_each_version_s_changes_arrive_once_across_restarts_overwrites_included",
+})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if LONG_RUN:
+        return
+    long_run_only = pytest.mark.skip(reason="on AWS in a long run only: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        if item.nodeid.startswith("tests/streaming/") and "[aws" in item.nodeid and name not in ON_AWS_BY_DEFAULT:
+            item.add_marker(long_run_only)
 
 __all__ = ["STREAMING_BACKENDS", "catalog", "catalog_factory", "spark"]
