@@ -40,7 +40,8 @@ def main(warehouse: str) -> None:
         catalog.drop_table("crm.customers", purge=True)
     builder = SparkSession.builder.appName("sleeper-changes-example").master("local[2]")
     spark = (ss.configure_spark(builder, catalogs={"lake": catalog})
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())  # a local session: 2 cores, small data
     spark.sparkContext.setLogLevel("ERROR")
 
     spark.sql("CREATE TABLE lake.crm.customers (id BIGINT, name STRING) USING sleeper "

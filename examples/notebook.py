@@ -16,8 +16,8 @@ import sleeper_spark as ss
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need sleeper_spark too
 # configure_spark adds the jar: format("sleeper") and SQL on sleeper tables, on Spark's own Parquet reader
-spark = ss.configure_spark(SparkSession.builder.master("local[2]")).config("spark.ui.showConsoleProgress",
-                                                                           "false").getOrCreate()
+spark = (ss.configure_spark(SparkSession.builder.master("local[2]")).config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "2").getOrCreate())  # a local session: 2 cores, small data
 spark.sparkContext.setLogLevel("ERROR")
 catalog = ss.Catalog.local(tempfile.mkdtemp(prefix="sleeper-notebook-"))
 

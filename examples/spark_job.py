@@ -28,7 +28,8 @@ def main(warehouse: str) -> None:
     # SparkContext starts, also under spark-submit.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.appName("sleeper-spark-example").master(os.environ.get("MASTER", "local[2]"))
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())  # a local session: 2 cores, small data
     spark.sparkContext.setLogLevel("ERROR")
     # Submitted without --jars this session has no sleeper jar: format("sleeper") is then the Python
     # data source, which a session registers (configure_spark, or --jars of ss.jar_path(), make it unneeded).

@@ -25,7 +25,8 @@ def main(warehouse: str) -> None:
         catalog.drop_table("shop.orders", purge=True)
     builder = SparkSession.builder.appName("sleeper-sql-example").master("local[2]")
     spark = (ss.configure_spark(builder, catalogs={"lake": catalog})
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())  # a local session: 2 cores, small data
     spark.sparkContext.setLogLevel("ERROR")
 
     spark.sql("CREATE TABLE lake.shop.orders (id BIGINT, day STRING, amount DOUBLE) USING sleeper "
