@@ -37,7 +37,8 @@ def upsert_by_sql(spark: SparkSession, name: str, first_key: int, keys: int) -> 
 def main(options: dict[str, str], merges: int, first_key: int, keys: int, ready: str | None = None) -> None:
     catalog = ss.Catalog.from_options(options)
     spark = ss.configure_spark(SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                               .config("spark.ui.showConsoleProgress", "false"), catalogs={"lake": catalog}).getOrCreate()
+                               .config("spark.ui.showConsoleProgress", "false")
+                               .config("spark.sql.shuffle.partitions", "2"), catalogs={"lake": catalog}).getOrCreate()
     ss.register(spark)
     if ready is not None:
         Path(ready).touch()

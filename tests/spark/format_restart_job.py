@@ -19,7 +19,8 @@ def main(warehouse: str) -> None:
     catalog = ss.Catalog.local(warehouse)
     for _ in range(2):
         spark = ss.configure_spark(SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-                                   .config("spark.ui.showConsoleProgress", "false")).getOrCreate()
+                                   .config("spark.ui.showConsoleProgress", "false")
+                                   .config("spark.sql.shuffle.partitions", "2")).getOrCreate()
         ss.register(spark)
         spark.range(3).write.format("sleeper").options(**catalog.options()).mode("append").save("t")
         loaded = spark.read.format("sleeper").options(**catalog.options()).load("t")

@@ -33,7 +33,8 @@ def attempt(label: str, action: Callable[[], Any]) -> None:
 
 
 def main(work: Path) -> None:
-    spark = SparkSession.builder.master("local[1]").config("spark.ui.showConsoleProgress", "false").getOrCreate()
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     ss.register(spark)
     catalog = ss.Catalog.local(str(work / "warehouse"))

@@ -37,7 +37,7 @@ def main(warehouse: str, log4j: str, path: str) -> None:
     os.environ["SLEEPER_TEST_INJECTED"] = os.path.join(os.path.dirname(warehouse), "injected")
     builder = ss.configure_spark(SparkSession.builder) if path == "native" else SparkSession.builder
     spark = (builder.master("local[2,2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
              .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
              .getOrCreate())
     catalog = ss.Catalog.local(warehouse)

@@ -86,7 +86,7 @@ def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[C
     script = process_groups.start(
         [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]", *jars,
          "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-         "--conf", "spark.ui.enabled=false"],
+         "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2"],
         env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         process_groups.wait_for_port(port, lambda: process_groups.group_running(script), "the Connect server",
