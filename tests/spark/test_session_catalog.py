@@ -91,6 +91,16 @@ def test_save_as_table_in_every_mode_is_the_python_api_table_of_that_name(
         sorted([(i, f"v{i}", "d1") for i in range(3)] + [(i, f"v{i}", "d2") for i in range(3, 5)])
 
 
+def test_time_travel_by_timestamp_on_a_session_catalog_name(spark: SparkSession, session_catalog: ss.Catalog,
+                                                             db: str) -> None:
+    events(spark, range(2)).write.format("sleeper").saveAsTable(f"{db}.timed")
+    first = session_catalog.table(f"{db}.timed").latest()
+    events(spark, range(2, 4)).write.format("sleeper").mode("append").saveAsTable(f"{db}.timed")
+
+    at = first.committed_at.strftime("%Y-%m-%d %H:%M:%S.%f")
+    assert rows(spark.sql(f"SELECT id FROM {db}.timed TIMESTAMP AS OF '{at}'")) == [(0,), (1,)]
+
+
 def test_an_unqualified_name_is_in_the_current_database(spark: SparkSession, session_catalog: ss.Catalog,
                                                         db: str) -> None:
     spark.sql(f"USE {db}")
