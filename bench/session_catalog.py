@@ -35,7 +35,8 @@ def run(report: Report, quick: bool) -> None:
         for key, value in {**catalog_conf("spark_catalog", catalog), **catalog_conf("lake", catalog)}.items():
             with_sleeper.conf.set(key, value)
         plain = spark.newSession()  # Spark's own session catalog, over the same in-memory metastore
-        with_sleeper.sql("CREATE DATABASE IF NOT EXISTS db")
+        # In the work folder, not the Spark warehouse of the current directory: nothing is left behind.
+        with_sleeper.sql(f"CREATE DATABASE IF NOT EXISTS db LOCATION '{work / 'spark-db'}'")
         df.createOrReplaceGlobalTempView("bench_source")  # one cached source, seen by both sessions
         for name, provider in (("db.t", "sleeper"), ("db.p", "parquet")):
             with_sleeper.sql(f"CREATE TABLE {name} USING {provider} PARTITIONED BY (part) "
