@@ -42,9 +42,12 @@ def run(report: Report, quick: bool) -> None:
             with_sleeper.sql(f"CREATE TABLE {name} USING {provider} PARTITIONED BY (part) "
                              "AS SELECT * FROM global_temp.bench_source")
         queries = _queries()
-        _reads(report, with_sleeper, queries, 1 if quick else repeat)
+        _read_pairs(report, queries, lambda: with_sleeper.table("db.t"), lambda: with_sleeper.table("lake.db.t"),
+                    "session catalog read vs the lake catalog, the same table", 1.05, 1 if quick else repeat)
         # Short queries on both sides of one catalog code path: more runs, so that the best is a best.
-        _parquet_reads(report, with_sleeper, plain, queries, 1 if quick else 3 * repeat)
+        _read_pairs(report, queries, lambda: with_sleeper.table("db.p"), lambda: plain.table("db.p"),
+                    "a Parquet table's read, sleeper session catalog vs Spark's own", 1.02,
+                    1 if quick else 3 * repeat)
         _writes(report, with_sleeper, 1 if quick else 3)
     finally:
         spark.stop()
@@ -60,27 +63,16 @@ def _queries() -> list[tuple[str, Callable[[Any], Any]]]:
     ]
 
 
-def _reads(report: Report, spark: Any, queries: list[tuple[str, Callable[[Any], Any]]], repeat: int) -> None:
+def _read_pairs(report: Report, queries: list[tuple[str, Callable[[Any], Any]]], ours: Callable[[], Any],
+                baseline: Callable[[], Any], label: str, target: float, repeat: int) -> None:
+    """Each query on ``ours()`` against the same query on ``baseline()``: a row each, named ``label, <query>``."""
     for name, query in queries:
-        query(spark.table("db.t"))  # unmeasured: the first plan of each kind compiles code
-        query(spark.table("lake.db.t"))
-        session_m, lake_m = measure_pair(lambda q=query: q(spark.table("db.t")),
-                                         lambda q=query: q(spark.table("lake.db.t")), repeat)
-        ratio = session_m.best / lake_m.best
-        report.add(Row(f"session catalog read vs the lake catalog, the same table, {name}", seconds(session_m),
-                       seconds(lake_m), ratio, "<= 1.05x", ratio <= 1.05))
-
-
-def _parquet_reads(report: Report, with_sleeper: Any, plain: Any, queries: list[tuple[str, Callable[[Any], Any]]],
-                   repeat: int) -> None:
-    for name, query in queries:
-        query(with_sleeper.table("db.p"))
-        query(plain.table("db.p"))
-        ours, spark_own = measure_pair(lambda q=query: q(with_sleeper.table("db.p")),
-                                       lambda q=query: q(plain.table("db.p")), repeat)
-        ratio = ours.best / spark_own.best
-        report.add(Row(f"a Parquet table's read, sleeper session catalog vs Spark's own, {name}", seconds(ours),
-                       seconds(spark_own), ratio, "<= 1.02x", ratio <= 1.02))
+        query(ours())  # unmeasured: the first plan of each kind compiles code
+        query(baseline())
+        ours_m, baseline_m = measure_pair(lambda q=query: q(ours()), lambda q=query: q(baseline()), repeat)
+        ratio = ours_m.best / baseline_m.best
+        report.add(Row(f"{label}, {name}", seconds(ours_m), seconds(baseline_m), ratio, f"<= {target}x",
+                       ratio <= target))
 
 
 def _writes(report: Report, spark: Any, repeat: int) -> None:

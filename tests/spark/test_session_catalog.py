@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -48,6 +49,13 @@ def rows(frame: DataFrame) -> list[tuple[object, ...]]:
 def scanned(catalog: ss.Catalog, name: str) -> list[tuple[object, ...]]:
     table = catalog.table(name).scan()
     return sorted(zip(*(table.column(n).to_pylist() for n in table.column_names), strict=True))
+
+
+def metastore_entry(spark: SparkSession, db: str, name: str) -> Any:
+    """The session catalog's own record of ``db.name`` (Spark's CatalogTable), as the metastore keeps it."""
+    jvm = spark._jvm
+    return spark._jsparkSession.sessionState().catalog().getTableMetadata(
+        jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Some(db)))
 
 
 def events(spark: SparkSession, ids: range, day: str = "d1") -> DataFrame:
@@ -164,8 +172,7 @@ def test_describe_and_show_tables_show_a_sleeper_table_beside_a_parquet_one(
     assert rows(spark.table(f"{db}.p")) == [(1,), (2,)]
     assert session_catalog.tables() == [f"{db}.s"]
     # The metastore entry has the columns and partitioning of the sleeper table
-    entry = spark._jsparkSession.sessionState().catalog().getTableMetadata(
-        spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier("s", spark._jvm.scala.Some(db)))
+    entry = metastore_entry(spark, db, "s")
     assert entry.provider().get() == "sleeper"
     assert [f.name() for f in entry.schema().fields()] == ["id", "day"]
     assert list(spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(entry.partitionColumnNames())) == ["day"]
@@ -178,8 +185,7 @@ def test_alter_table_changes_the_log_and_the_metastore_entry(spark: SparkSession
 
     assert session_catalog.table(f"{db}.a").schema.names == ["id", "n"]
     assert spark.table(f"{db}.a").columns == ["id", "n"]
-    entry = spark._jsparkSession.sessionState().catalog().getTableMetadata(
-        spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier("a", spark._jvm.scala.Some(db)))
+    entry = metastore_entry(spark, db, "a")
     assert [f.name() for f in entry.schema().fields()] == ["id", "n"]
 
 

@@ -45,6 +45,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public class SessionCatalogOfTables extends DelegatingCatalogExtension implements StagingTableCatalog,
         ProcedureCatalog {
     private final CatalogOfTables tables = new CatalogOfTables();
+    private final SessionEntries entries = new SessionEntries(this);
 
     @Override
     public void initialize(String catalogName, CaseInsensitiveStringMap catalogOptions) {
@@ -106,7 +107,7 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
         if (namespace.length == 2) {
             return Identifier.of(new String[] {namespace[0]}, namespace[1]);
         }
-        if (namespace.length == 1 && sleeperEntry(ident) == null && !isTable(ident)) {
+        if (namespace.length == 1 && !isTable(ident)) {
             String[] current = SparkSession.active().sessionState().catalogManager().currentNamespace();
             return current.length == 1 ? Identifier.of(current, namespace[0]) : null;
         }
@@ -181,7 +182,6 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
         if (!isSleeper(properties.get(TableCatalog.PROP_PROVIDER))) {
             return super.createTable(ident, columns, partitions, properties);
         }
-        SessionEntries entries = entries();
         entries.checkAbsent(ident);
         TableInfo info = new TableInfo.Builder().withColumns(columns).withPartitions(partitions)
                 .withProperties(properties).build();
@@ -226,8 +226,8 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
     public StagedTable stageCreate(Identifier ident, TableInfo info) throws TableAlreadyExistsException,
             NoSuchNamespaceException {
         checkStagedProvider(ident, info);
-        entries().checkAbsent(ident);
-        return new StagedSessionTable(entries(), ident, (StagedSleeperTable) tables.stageCreate(ident, info), info,
+        entries.checkAbsent(ident);
+        return new StagedSessionTable(entries, ident, (StagedSleeperTable) tables.stageCreate(ident, info), info,
                 tables);
     }
 
@@ -235,8 +235,8 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
     public StagedTable stageReplace(Identifier ident, TableInfo info) throws NoSuchNamespaceException,
             NoSuchTableException {
         checkStagedProvider(ident, info);
-        entries().checkReplaceable(ident);
-        return new StagedSessionTable(entries(), ident, (StagedSleeperTable) tables.stageReplace(ident, info), info,
+        entries.checkReplaceable(ident);
+        return new StagedSessionTable(entries, ident, (StagedSleeperTable) tables.stageReplace(ident, info), info,
                 tables);
     }
 
@@ -248,7 +248,7 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
     @Override
     public StagedTable stageCreateOrReplace(Identifier ident, TableInfo info) throws NoSuchNamespaceException {
         checkStagedProvider(ident, info);
-        entries().checkReplaceable(ident);
+        entries.checkReplaceable(ident);
         if (info.partitions().length == 0 && tables.tableExists(ident)) {
             try {
                 Transform[] kept = tables.loadTable(ident).partitioning();
@@ -258,7 +258,7 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
                 // dropped meanwhile: made anew as stated
             }
         }
-        return new StagedSessionTable(entries(), ident, (StagedSleeperTable) tables.stageCreateOrReplace(ident, info),
+        return new StagedSessionTable(entries, ident, (StagedSleeperTable) tables.stageCreateOrReplace(ident, info),
                 info, tables);
     }
 
@@ -281,7 +281,7 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
             return super.alterTable(ident, changes);
         }
         Table table = tables.alterTable(ident, changes);
-        entries().refresh(ident, (SleeperTable) table);
+        entries.refresh(ident, (SleeperTable) table);
         return table;
     }
 
@@ -336,10 +336,6 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
     @Override
     public Identifier[] listProcedures(String[] namespace) {
         return tables.listProcedures(namespace);
-    }
-
-    private SessionEntries entries() {
-        return new SessionEntries(this);
     }
 
     /** The wrapped session catalog's own calls, for {@link SessionEntries}. */

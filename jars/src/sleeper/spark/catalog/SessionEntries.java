@@ -113,19 +113,11 @@ final class SessionEntries {
      * a column) keeps the entry it had.
      */
     void refresh(Identifier ident, SleeperTable table) {
-        StructType schema = entrySchema(table);
-        List<StructField> data = new ArrayList<>();
-        List<String> partitions = List.of(table.partitionColumns());
-        for (StructField field : schema.fields()) {
-            if (!partitions.contains(field.name())) {
-                data.add(field);
-            }
-        }
         try {
             TableIdentifier name = new TableIdentifier(ident.name(), Option.apply(ident.namespace()[0]));
             SparkSession.active().sessionState().catalog().alterTableDataSchema(name,
-                    new StructType(data.toArray(new StructField[0])));
-        } catch (RuntimeException stale) {
+                    new StructType(dataFields(table).toArray(new StructField[0])));
+        } catch (Exception stale) { // Spark's AnalysisException is checked in Java's eyes only
             // the entry stays as it was: reads take the schema from the log
         }
     }
@@ -133,17 +125,23 @@ final class SessionEntries {
     /** The table's columns as the metastore keeps them: data columns in order, then the partition columns. */
     private static StructType entrySchema(SleeperTable table) {
         StructType schema = CatalogV2Util.v2ColumnsToStructType(table.columns());
+        List<StructField> fields = dataFields(table);
+        for (String partition : table.partitionColumns()) {
+            fields.add(schema.apply(partition));
+        }
+        return new StructType(fields.toArray(new StructField[0]));
+    }
+
+    /** The table's columns that are not partition columns, in order. */
+    private static List<StructField> dataFields(SleeperTable table) {
         List<String> partitions = List.of(table.partitionColumns());
         List<StructField> fields = new ArrayList<>();
-        for (StructField field : schema.fields()) {
+        for (StructField field : CatalogV2Util.v2ColumnsToStructType(table.columns()).fields()) {
             if (!partitions.contains(field.name())) {
                 fields.add(field);
             }
         }
-        for (String partition : partitions) {
-            fields.add(schema.apply(partition));
-        }
-        return new StructType(fields.toArray(new StructField[0]));
+        return fields;
     }
 
 }
