@@ -67,6 +67,22 @@ LONG_RUN = os.environ.get("SLEEPER_LONG_RUN", "").strip() == "1"
 long_run_only = pytest.mark.skipif(not LONG_RUN, reason="long run only: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
 
 
+def backend_repeats_in_long_run(items: list[pytest.Item], folder: str, backends: tuple[str, ...],
+                                by_default: frozenset[str]) -> None:
+    """Outside a long run, skips the tests under ``folder`` parametrised on one of ``backends`` whose
+    name is not in ``by_default``: the same behaviour runs on the local disk, and the backend's
+    commits have its contract suite. For a conftest's ``pytest_collection_modifyitems``."""
+    if LONG_RUN:
+        return
+    skip = pytest.mark.skip(reason=f"on {'/'.join(backends)} in a long run only: SLEEPER_LONG_RUN=1 "
+                                   "(docs/reliability.md)")
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        ids = item.nodeid.partition("[")[2].rstrip("]").split("-")
+        if item.nodeid.startswith(folder) and any(b in ids for b in backends) and name not in by_default:
+            item.add_marker(skip)
+
+
 def timeout_for(seconds_of_work: float) -> int:
     """A per-test timeout with room for a slow machine, never below pyproject's 600 s."""
     return max(600, int(seconds_of_work * 3) + 300)
