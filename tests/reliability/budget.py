@@ -17,7 +17,7 @@ SLEEPER_KILL_TRIALS        SIGKILL trials per catalog kind                      
 SLEEPER_KILL_SEED          seed of the kill moments and worker modes                    20261122
 SLEEPER_FAULT_WRITES       writes per fault-injection run                               150
 SLEEPER_FAULT_SEED         seed of the fault schedules                                  7
-SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                         20
+SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                         10
 SLEEPER_TORTURE_WORKERS    how many torture processes                                   8
 SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/storage)    unset
                            and the sink kill test on AWS, its random-moment kill,
@@ -60,7 +60,7 @@ def group_kill_trials(kind: str) -> int:
 KILL_SEED = _int("SLEEPER_KILL_SEED", 20261122)
 FAULT_WRITES = _int("SLEEPER_FAULT_WRITES", 150)
 FAULT_SEED = _int("SLEEPER_FAULT_SEED", 7)
-TORTURE_SECONDS = _int("SLEEPER_TORTURE_SECONDS", 20)
+TORTURE_SECONDS = _int("SLEEPER_TORTURE_SECONDS", 10)
 TORTURE_WORKERS = _int("SLEEPER_TORTURE_WORKERS", 8)
 # The cases that each take minutes and add least beyond the smaller ones CI runs.
 LONG_RUN = os.environ.get("SLEEPER_LONG_RUN", "").strip() == "1"
