@@ -22,9 +22,13 @@ SLEEPER_TORTURE_WORKERS    how many torture processes                           
 SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/storage)    unset
                            and the sink kill test on AWS, its random-moment kill,
                            and every streaming test on AWS (tests/streaming)
-                           and the two-driver merge race on AWS (tests/changes)
+                           and every change test on AWS, a second condition seed
+                           (tests/changes)
                            and 300 runs of each exit script (tests/test_clean_exit.py)
                            and more differential tables and cluster rows (tests/spark)
+                           and the 2,000-file commit on the object store
+                           (tests/integration/test_aws_commits.py)
+                           and refused metadata on AWS and the object store
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by
