@@ -72,13 +72,15 @@ def test_a_wheel_in_a_new_environment_reads_through_spark_parquet_reader(dist: P
     # Given a new virtual environment with only the wheel installed in it; pyspark and the other
     # dependencies come from this environment's site-packages (a .pth line), not from the checkout
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
     (site / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     (wheel,) = dist.glob("*.whl")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
+    # (this environment's pip installs into it: bootstrapping a pip of its own takes longer than the job)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
+                    str(wheel)], check=True)
     script = tmp_path / "job.py"
     script.write_text(_NATIVE_READ)
 
