@@ -29,6 +29,7 @@ SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/stor
                            and the 2,000-file commit on the object store
                            (tests/integration/test_aws_commits.py)
                            and refused metadata on AWS and the object store
+                           and six Iceberg differential tables (tests/iceberg)
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by
