@@ -8,7 +8,7 @@ exit-time abort (``terminate called without an active exception``, exit status 1
 the output) hit 1 to 2 in 100 of these runs when Arrow's decoding threads could free Python's
 memory after the interpreter had stopped (``sleeper_spark/storage/arrow_buffers.py``).
 
-Each script runs 20 times by default (20 to 30 s each on 2 busy cores); ``SLEEPER_LONG_RUN=1`` makes
+Each script runs 12 times by default (15 to 20 s each on 2 busy cores); ``SLEEPER_LONG_RUN=1`` makes
 it 300, and ``SLEEPER_EXIT_RUNS=N`` sets the number outright (docs/reliability.md).
 """
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.reliability
 
 REPO = Path(__file__).parents[1]
 SCRIPTS = REPO / "tests" / "exit_scripts"
-RUNS = int(os.environ.get("SLEEPER_EXIT_RUNS", "").strip() or (300 if LONG_RUN else 20))
+RUNS = int(os.environ.get("SLEEPER_EXIT_RUNS", "").strip() or (300 if LONG_RUN else 12))
 AT_ONCE = 4
 RUN_TIMEOUT_S = 120  # one run takes about 2 s on a loaded machine
 EXPECTED_OUTPUT = {"group_commit.py": "32\nTrue\nTrue\n", "parallel_scan.py": "24000\n"}

@@ -72,19 +72,22 @@ def test_a_wheel_in_a_new_environment_reads_through_spark_parquet_reader(dist: P
     # Given a new virtual environment with only the wheel installed in it; pyspark and the other
     # dependencies come from this environment's site-packages (a .pth line), not from the checkout
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
     (site / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     (wheel,) = dist.glob("*.whl")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
+    # Nothing from the checkout on the path: with it, pip finds the package installed already
+    environment = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
+    environment.pop("PYTHONPATH", None)
+    # (this environment's pip installs into it: bootstrapping a pip of its own takes longer than the job)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
+                    str(wheel)], check=True, env=environment)
     script = tmp_path / "job.py"
     script.write_text(_NATIVE_READ)
 
     # When a job outside the checkout reads a table with the jar from the installed package
-    environment = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
-    environment.pop("PYTHONPATH", None)
     done = subprocess.run([str(python), str(script), str(tmp_path / "warehouse")], cwd=tmp_path, env=environment,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -18,6 +18,7 @@ from tests.fixtures.aws_requests import RequestCounter, counting_requests
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events, make_catalog
 from tests.fixtures.processes import released_together
 from tests.invariants import WriteOutcome, check_table_invariants
+from tests.reliability.budget import LONG_RUN
 
 pytestmark = pytest.mark.integration
 
@@ -61,6 +62,11 @@ def test_six_racing_processes_lose_nothing(racing_catalog: ss.Catalog) -> None:
 
 @pytest.mark.slow
 def test_a_two_thousand_file_commit_spills_its_body_and_reads_back(catalog: ss.Catalog) -> None:
+    if catalog.config.catalog != "aws" and not LONG_RUN:
+        # DynamoDB's item limit is what makes a body spill; tests/reliability/test_hostile_input.py
+        # spills a body on every backend (a 250 KB metadata value), so the object store's 2,000 data
+        # files add little but half a minute of uploads.
+        pytest.skip("on the AWS catalog only, but in a long run: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
     table = catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"])
     days = [f"day-{i:04d}" for i in range(2000)]
     data = pa.table({"day": days, "writer": [0] * 2000, "seq": [0] * 2000, "value": [1.0] * 2000},

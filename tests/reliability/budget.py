@@ -17,14 +17,19 @@ SLEEPER_KILL_TRIALS        SIGKILL trials per catalog kind                      
 SLEEPER_KILL_SEED          seed of the kill moments and worker modes                    20261122
 SLEEPER_FAULT_WRITES       writes per fault-injection run                               150
 SLEEPER_FAULT_SEED         seed of the fault schedules                                  7
-SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                         20
+SLEEPER_TORTURE_SECONDS    how long the 8 torture processes run                         10
 SLEEPER_TORTURE_WORKERS    how many torture processes                                   8
 SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/storage)    unset
                            and the sink kill test on AWS, its random-moment kill,
                            and every streaming test on AWS (tests/streaming)
-                           and the two-driver merge race on AWS (tests/changes)
+                           and every change test on AWS, a second condition seed
+                           (tests/changes)
                            and 300 runs of each exit script (tests/test_clean_exit.py)
                            and more differential tables and cluster rows (tests/spark)
+                           and the 2,000-file commit on the object store
+                           (tests/integration/test_aws_commits.py)
+                           and refused metadata on AWS and the object store
+                           and six Iceberg differential tables (tests/iceberg)
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by
@@ -60,11 +65,27 @@ def group_kill_trials(kind: str) -> int:
 KILL_SEED = _int("SLEEPER_KILL_SEED", 20261122)
 FAULT_WRITES = _int("SLEEPER_FAULT_WRITES", 150)
 FAULT_SEED = _int("SLEEPER_FAULT_SEED", 7)
-TORTURE_SECONDS = _int("SLEEPER_TORTURE_SECONDS", 20)
+TORTURE_SECONDS = _int("SLEEPER_TORTURE_SECONDS", 10)
 TORTURE_WORKERS = _int("SLEEPER_TORTURE_WORKERS", 8)
 # The cases that each take minutes and add least beyond the smaller ones CI runs.
 LONG_RUN = os.environ.get("SLEEPER_LONG_RUN", "").strip() == "1"
 long_run_only = pytest.mark.skipif(not LONG_RUN, reason="long run only: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
+
+
+def backend_repeats_in_long_run(items: list[pytest.Item], folder: str, backends: tuple[str, ...],
+                                by_default: frozenset[str]) -> None:
+    """Outside a long run, skips the tests under ``folder`` parametrised on one of ``backends`` whose
+    name is not in ``by_default``: the same behaviour runs on the local disk, and the backend's
+    commits have its contract suite. For a conftest's ``pytest_collection_modifyitems``."""
+    if LONG_RUN:
+        return
+    skip = pytest.mark.skip(reason=f"on {'/'.join(backends)} in a long run only: SLEEPER_LONG_RUN=1 "
+                                   "(docs/reliability.md)")
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        ids = item.nodeid.partition("[")[2].rstrip("]").split("-")
+        if item.nodeid.startswith(folder) and any(b in ids for b in backends) and name not in by_default:
+            item.add_marker(skip)
 
 
 def timeout_for(seconds_of_work: float) -> int:

@@ -2,7 +2,7 @@
 
 Each process (tests/reliability/torture_worker.py) mostly appends, and also overwrites, compacts,
 writes state snapshots and vacuums (with ``older_than`` far above the run's length), for
-``SLEEPER_TORTURE_SECONDS`` (20 in CI; a long run goes in rounds of a minute, each on a new
+``SLEEPER_TORTURE_SECONDS`` (10 in CI; a long run goes in rounds of a minute, each on a new
 table). Then:
 
 * no append and no overwrite failed (they never conflict: they rebase);

@@ -19,12 +19,14 @@ from pyspark.sql.types import LongType
 
 import sleeper_spark as ss
 
+ROWS = 20_000  # four tasks of 5,000 rows: the failure comes at the 4,001st row of the first
+
 
 @F.udf(LongType())
 def fails_once(value: int) -> int:
     context = TaskContext.get()
     # Late in partition 0, on the first attempt only: the writer has consumed rows by then.
-    if context is not None and context.partitionId() == 0 and context.attemptNumber() == 0 and value == 40_000:
+    if context is not None and context.partitionId() == 0 and context.attemptNumber() == 0 and value == 4_000:
         # A file says it happened: the driver's logging of a failed task may be turned down.
         with open(os.environ["SLEEPER_TEST_INJECTED"], "a") as marker:
             marker.write("injected failure of the first attempt\n")
@@ -38,10 +40,13 @@ def main(warehouse: str, log4j: str, path: str) -> None:
     builder = ss.configure_spark(SparkSession.builder) if path == "native" else SparkSession.builder
     spark = (builder.master("local[2,2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
+             # Rows reach the Python data source's writer in Arrow batches of 1,000 (not 10,000): it has
+             # written some when the failure comes
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
              .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
              .getOrCreate())
     catalog = ss.Catalog.local(warehouse)
-    rows = spark.range(0, 200_000, numPartitions=4).withColumn("id", fails_once("id"))
+    rows = spark.range(0, ROWS, numPartitions=4).withColumn("id", fails_once("id"))
     df = rows.withColumn("part", (F.col("id") % 4).cast("string"))
     snapshot = catalog.write(df, "events", partition_by=["part"])
     table = catalog.table("events")

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from tests.fixtures.spark import catalog, catalog_factory_over, spark
-from tests.reliability.budget import LONG_RUN
+from tests.reliability.budget import backend_repeats_in_long_run
 
 STREAMING_BACKENDS = ["local", "aws"]
 catalog_factory = catalog_factory_over(STREAMING_BACKENDS)
@@ -25,12 +25,7 @@ ON_AWS_BY_DEFAULT = frozenset({
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    if LONG_RUN:
-        return
-    long_run_only = pytest.mark.skip(reason="on AWS in a long run only: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
-    for item in items:
-        name = getattr(item, "originalname", item.name)
-        if item.nodeid.startswith("tests/streaming/") and "[aws" in item.nodeid and name not in ON_AWS_BY_DEFAULT:
-            item.add_marker(long_run_only)
+    backend_repeats_in_long_run(items, "tests/streaming/", ("aws",), ON_AWS_BY_DEFAULT)
+
 
 __all__ = ["STREAMING_BACKENDS", "catalog", "catalog_factory", "spark"]

@@ -29,7 +29,7 @@ from tests.streaming.streams import write_inputs
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 JOB = Path(__file__).with_name("sink_job.py")
-FILES, ROWS_PER_FILE = 6, 100
+FILES, ROWS_PER_FILE = 4, 100
 
 
 class SinkJob:
@@ -86,7 +86,7 @@ def test_a_query_killed_at_any_point_writes_every_row_exactly_once(catalog: ss.C
         # The sink's exactly-once rests on the commit protocol, whose contract every backend
         # passes; four Spark starts on each backend take minutes, so CI kills on the local one.
         pytest.skip("on the local catalog only, but in a long run: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
-    # Given six input files of 100 rows, one per micro-batch
+    # Given four input files of 100 rows, one per micro-batch
     write_inputs(tmp_path / "in", 0, FILES, ROWS_PER_FILE)
     checkpoint_commits = tmp_path / "checkpoint" / "commits"
 
