@@ -7,9 +7,9 @@ metastore. Its code never calls ``ss.register``: the jar starts its Python side 
 ``append``: creates ``db.events`` first if told to (else waits for AFTER, once another driver has),
 loads it, creates READY, waits for START, then appends through ``saveAsTable``, each append tagged
 with its writer and seq (for the invariant checker) and an idempotent ``app_id`` / ``app_version``;
-it reports when its appends began and ended. ``read``: creates READY, waits for START, then
-reads what the metastore holds of ``db.events`` and the rows through SQL. ``save``: one
-``saveAsTable`` of a new table, and the error it met. Each prints one JSON line last.
+it reports when its appends began and ended, creates DONE, and, if told to, waits for every
+driver's DONE and then reads what the metastore holds of ``db.events`` and the rows through SQL.
+``save``: one ``saveAsTable`` of a new table, and the error it met. Each prints one JSON line last.
 """
 
 from __future__ import annotations
@@ -87,12 +87,17 @@ def append(spark: SparkSession, config: dict[str, Any]) -> dict[str, Any]:
             Path(config["first"]).touch()
             for other in config["firsts"]:
                 wait_for(other)
-    return {"writer": writer, "outcomes": outcomes, "began": began, "ended": time.time()}
+    result = {"writer": writer, "outcomes": outcomes, "began": began, "ended": time.time()}
+    Path(config["done"]).touch()
+    if config.get("read_after"):
+        for done in config["read_after"]:
+            wait_for(done)
+        result["read"] = read(spark)
+    return result
 
 
-def read(spark: SparkSession, config: dict[str, Any]) -> dict[str, Any]:
-    Path(config["ready"]).touch()
-    wait_for(config["start"])
+def read(spark: SparkSession) -> dict[str, Any]:
+    """What the metastore holds of the table, and its rows through SQL, once every append is done."""
     tables = [(row["namespace"], row["tableName"]) for row in spark.sql("SHOW TABLES IN db").collect()]
     described = {row["col_name"]: row["data_type"] for row in spark.sql(f"DESCRIBE TABLE EXTENDED {TABLE}").collect()}
     # The metastore's own record of the table, not what the sleeper session catalog makes of it.
@@ -115,7 +120,7 @@ def save(spark: SparkSession, config: dict[str, Any]) -> dict[str, Any]:
     return {"saved": True}
 
 
-ROLES = {"append": append, "read": read, "save": save}
+ROLES = {"append": append, "save": save}
 
 
 def main(role: str, config: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ import sleeper_spark as ss
 from sleeper_spark.spark.common.jvm import EXTENSIONS_CLASS, catalog_conf
 from tests.fixtures import process_groups
 from tests.fixtures.servers import free_port
-from tests.fixtures.spark import quiet_log4j2
+from tests.fixtures.spark import java_options, quiet_log4j2
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -80,7 +80,7 @@ def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[C
     pid_dir = tmp_path / "pids"
     environment = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(tmp_path / "logs"),
                    "SPARK_PID_DIR": str(pid_dir), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-                   "JDK_JAVA_OPTIONS": f"-Dlog4j2.configurationFile=file:{log4j}"}
+                   "JDK_JAVA_OPTIONS": java_options(log4j)}
     environment.pop("SPARK_NO_DAEMONIZE", None)
     # The script daemonizes the server (nohup, a pid file) and exits; the JVM stays in the group it led.
     script = process_groups.start(

@@ -18,7 +18,7 @@ import pytest
 import sleeper_spark as ss
 from tests.fixtures import process_groups
 from tests.fixtures.servers import free_port
-from tests.fixtures.spark import quiet_log4j2
+from tests.fixtures.spark import java_options, quiet_log4j2
 from tests.fixtures.summary import SUMMARY_KEY
 from tests.reliability.budget import LONG_RUN
 
@@ -37,7 +37,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     log4j = quiet_log4j2(tmp_path)
     environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_MASTER_HOST": "127.0.0.1",
                    "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-                   "SPARK_NO_DAEMONIZE": "1", "JDK_JAVA_OPTIONS": f"-Dlog4j2.configurationFile=file:{log4j}"}
+                   "SPARK_NO_DAEMONIZE": "1", "JDK_JAVA_OPTIONS": java_options(log4j)}
     master_port, worker_port = free_port(), free_port()
     started: list[subprocess.Popen[bytes]] = []
     try:

@@ -1,9 +1,10 @@
 """The sink under SIGKILL: a query killed anywhere and restarted from its checkpoint writes each row once.
 
 The query runs in a subprocess (``sink_job.py``) that is killed, with its JVM and Python
-workers, at three points: inside a task after it staged its files; after a commit reached the
+workers, at two points: inside a task after it staged its files; after a commit reached the
 table's log but before Spark's checkpoint recorded the batch (the window that makes a naive sink
-write a batch twice); and at a random moment. Then it runs to the end.
+write a batch twice); in a long run also at a random moment. Then the same query, restarted from
+its checkpoint in this process's own Spark application, runs to the end.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -24,7 +26,10 @@ from tests.fixtures import process_groups
 from tests.fixtures.spark import data_files, referenced_files, spark_environment
 from tests.invariants import check_log_invariants
 from tests.reliability.budget import LONG_RUN
-from tests.streaming.streams import write_inputs
+from tests.streaming.streams import INPUT_DDL, finished, write_inputs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -71,20 +76,21 @@ class SinkJob:
                 return
             time.sleep(0.1)
 
-    def finish(self, timeout_s: float = 300) -> str:
-        try:
-            out, err = self.process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise
-        assert self.process.returncode == 0, err[-3000:]
-        return out
+
+def finish_in(spark: SparkSession, catalog: ss.Catalog, tmp_path: Path) -> None:
+    """The query of ``sink_job.py``, restarted from its checkpoint by another application, to the end."""
+    query = (spark.readStream.schema(INPUT_DDL).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+             .writeStream.format("sleeper").options(**catalog.options())
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).outputMode("append")
+             .trigger(availableNow=True).start("events"))
+    finished(query)
 
 
-def test_a_query_killed_at_any_point_writes_every_row_exactly_once(catalog: ss.Catalog, tmp_path: Path) -> None:
+def test_a_query_killed_at_any_point_writes_every_row_exactly_once(spark: SparkSession, catalog: ss.Catalog,
+                                                                   tmp_path: Path) -> None:
     if catalog.config.catalog != "local" and not LONG_RUN:
         # The sink's exactly-once rests on the commit protocol, whose contract every backend
-        # passes; four Spark starts on each backend take minutes, so CI kills on the local one.
+        # passes; each Spark start on each backend takes a minute, so CI kills on the local one.
         pytest.skip("on the local catalog only, but in a long run: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
     # Given four input files of 100 rows, one per micro-batch
     write_inputs(tmp_path / "in", 0, FILES, ROWS_PER_FILE)
@@ -108,8 +114,8 @@ def test_a_query_killed_at_any_point_writes_every_row_exactly_once(catalog: ss.C
         job = SinkJob(catalog, tmp_path)
         time.sleep(random.Random(seed).uniform(2.0, 12.0))
         job.kill()
-    # And finally runs to the end
-    SinkJob(catalog, tmp_path).finish()
+    # And finally, restarted by another application, runs to the end
+    finish_in(spark, catalog, tmp_path)
 
     # Then every input row is in the table exactly once (seed for a failing random kill: see below)
     table = ss.Catalog(catalog.config).table("events")
