@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.reliability.budget import long_run_only
+
 REPO = Path(__file__).parents[1]
 EXAMPLES = REPO / "examples"
 SCRIPT = REPO / "scripts" / "examples.sh"
@@ -100,6 +102,7 @@ SPARK_JOB_OUTPUT = ("v2: wrote 10000 rows", "now 10500 rows", "time travel to v2
 
 @pytest.mark.spark
 @pytest.mark.slow
+@long_run_only  # by default tests/spark/test_examples.py runs the same job, by the spark-submit command it documents
 def test_the_spark_job_runs(tmp_path: Path) -> None:
     out = run_example("spark_job", str(tmp_path / "wh"))
     for line in SPARK_JOB_OUTPUT:

@@ -30,6 +30,7 @@ SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/stor
                            (tests/integration/test_aws_commits.py)
                            and refused metadata on AWS and the object store
                            and six Iceberg differential tables (tests/iceberg)
+                           and the spark_job example by scripts/examples.sh too
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by
