@@ -1,11 +1,21 @@
-"""The installed ``sleeper-spark`` command, run as a user would: output, JSON and exit codes."""
+"""The ``sleeper-spark`` command: output, JSON and exit codes.
+
+The installed executable and ``python -m sleeper_spark`` start as a user starts them (the first
+test, and the hints' tests of the environment); every other command runs through the same entry
+point, ``sleeper_spark.cli.main.main``, in this process, with its output captured: a process start
+costs a second of imports, and tells nothing more once the first test has shown the executable.
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,6 +25,7 @@ import pyarrow.compute as pc
 import pytest
 
 import sleeper_spark as ss
+from sleeper_spark.cli.main import main
 from sleeper_spark.maintenance.locking import maintenance_lock_path
 from sleeper_spark.storage.locks import Mutex
 from sleeper_spark.table.writes import new_write_id
@@ -24,12 +35,40 @@ EXECUTABLE = Path(sys.executable).parent / "sleeper-spark"
 
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}
-    env.pop("SLEEPER_SPARK_WAREHOUSE", None)
-    done = subprocess.run([str(EXECUTABLE), *args], capture_output=True, text=True, env=env, timeout=120)
+    """``sleeper-spark ARGS``, by the executable's entry point, in a wide terminal with no warehouse set."""
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level  # the command sets up logging as a process of its own
+    with _environment(COLUMNS="250", SLEEPER_SPARK_WAREHOUSE=None), redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        finally:
+            root.handlers[:] = handlers
+            root.setLevel(level)
+    done = subprocess.CompletedProcess([str(EXECUTABLE), *args], code, out.getvalue(), err.getvalue())
     if check:
         assert done.returncode == 0, f"exit {done.returncode}: {done.stderr}"
     return done
+
+
+@contextmanager
+def _environment(**values: str | None) -> Iterator[None]:
+    """``os.environ`` with ``values`` set (None: unset) for the block, as it was afterwards."""
+    before = {key: os.environ.get(key) for key in values}
+    try:
+        for key, value in values.items():
+            _set(key, value)
+        yield
+    finally:
+        for key, value in before.items():
+            _set(key, value)
+
+
+def _set(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
 
 
 def run_json(*args: str) -> Any:
@@ -58,9 +97,9 @@ def events(warehouse: str) -> ss.Table:
 
 
 def test_version_from_the_executable_and_python_m() -> None:
-    assert run("--version").stdout.strip() == f"sleeper-spark {ss.__version__}"
-    done = subprocess.run([sys.executable, "-m", "sleeper_spark", "--version"], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.strip() == f"sleeper-spark {ss.__version__}"
+    for command in ([str(EXECUTABLE)], [sys.executable, "-m", "sleeper_spark"]):
+        done = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.strip() == f"sleeper-spark {ss.__version__}"
 
 
 def test_init_create_and_list_tables(warehouse: str) -> None:
