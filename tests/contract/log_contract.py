@@ -14,6 +14,7 @@ import pytest
 
 from sleeper_spark.log import TransactionLog, TransactionNumberTakenError
 from tests.fixtures.processes import racing_context
+from tests.reliability.budget import LONG_RUN
 
 LogFactory = Callable[[], TransactionLog]
 
@@ -37,7 +38,7 @@ def _race_in_process(args: tuple[LogFactory, int, bytes]) -> bool:
 class TransactionLogContract:
     supports_processes = True
     racers = 8
-    rounds = 20
+    rounds = 20 if LONG_RUN else 10  # numbers raced for; each round is a race of all racers
 
     @pytest.fixture
     def log_factory(self) -> LogFactory:

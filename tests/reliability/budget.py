@@ -31,6 +31,7 @@ SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/stor
                            and refused metadata on AWS and the object store
                            and six Iceberg differential tables (tests/iceberg)
                            and the spark_job example by scripts/examples.sh too
+                           and 20 racing rounds, not 10, in the log and store contracts
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by

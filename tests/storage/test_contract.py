@@ -15,12 +15,13 @@ import time
 import pytest
 
 from sleeper_spark.errors import PathExistsError, PreconditionFailedError
+from tests.reliability.budget import LONG_RUN
 from tests.storage.stores import PlainStore
 from tests.storage.workers import LOST, WON, StrategySpec, create_race, run_processes, run_threads
 
 THREADS = 6
 PROCESSES = 5
-ROUNDS = 20
+ROUNDS = 20 if LONG_RUN else 10  # each round is a race of all threads or processes
 
 
 def _check_rounds(results: list[list[str]], rounds: int) -> list[int]:
