@@ -3,7 +3,7 @@
 The third argument chooses the writer: "native" (Spark's Parquet writer, the jar's facts) or
 "python" (the Python data source). Retrying a task needs ``spark.task.maxFailures`` > 1, which a local master takes from its
 ``local[N,F]`` form when the JVM starts; a process can start only one JVM, hence the script.
-Prints one JSON line: the committed snapshot and what the table holds afterwards.
+Prints one JSON line: for each writer, the committed snapshot and what the table holds afterwards.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 import sleeper_spark as ss
+from sleeper_spark.spark.common.jvm import NATIVE_CONF
 
 ROWS = 20_000  # four tasks of 5,000 rows: the failure comes at the 4,001st row of the first
 
@@ -34,30 +36,38 @@ def fails_once(value: int) -> int:
     return value
 
 
-def main(warehouse: str, log4j: str, path: str) -> None:
+def main(warehouses: str, log4j: str) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable  # read when the JVM starts its Python workers
-    os.environ["SLEEPER_TEST_INJECTED"] = os.path.join(os.path.dirname(warehouse), "injected")
-    builder = ss.configure_spark(SparkSession.builder) if path == "native" else SparkSession.builder
-    spark = (builder.master("local[2,2]").config("spark.ui.enabled", "false")
+    injected = os.path.join(warehouses, "injected")
+    os.environ["SLEEPER_TEST_INJECTED"] = injected  # as is this
+    spark = (ss.configure_spark(SparkSession.builder).master("local[2,2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
              # Rows reach the Python data source's writer in Arrow batches of 1,000 (not 10,000): it has
              # written some when the failure comes
              .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
              .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
              .getOrCreate())
-    catalog = ss.Catalog.local(warehouse)
+    results = {}
+    for path in ("native", "python"):
+        if path == "python":
+            spark.conf.set(NATIVE_CONF, "false")
+        results[path] = write_with_a_retry(spark, ss.Catalog.local(os.path.join(warehouses, path)))
+        # How many first attempts failed by now: each write's own is one more
+        results[path]["injected"] = Path(injected).read_text().count("injected failure") if Path(injected).exists() else 0
+    print(json.dumps(results))
+    spark.stop()
+
+
+def write_with_a_retry(spark: SparkSession, catalog: ss.Catalog) -> dict[str, object]:
     rows = spark.range(0, ROWS, numPartitions=4).withColumn("id", fails_once("id"))
     df = rows.withColumn("part", (F.col("id") % 4).cast("string"))
     snapshot = catalog.write(df, "events", partition_by=["part"])
     table = catalog.table("events")
     ids = table.scan(columns=["id"]).column("id").to_pylist()
-    print(json.dumps({
-        "version": snapshot.version, "rows_added": snapshot.rows_added, "rows": len(ids), "distinct": len(set(ids)),
-        "min": min(ids), "max": max(ids), "versions": [s.version for s in table.history()],
-        "files": sorted(f.path for f in table.files()),
-    }))
-    spark.stop()
+    return {"version": snapshot.version, "rows_added": snapshot.rows_added, "rows": len(ids), "distinct": len(set(ids)),
+            "min": min(ids), "max": max(ids), "versions": [s.version for s in table.history()],
+            "files": sorted(f.path for f in table.files())}
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3])
+    main(sys.argv[1], sys.argv[2])
