@@ -189,6 +189,20 @@ def test_alter_table_changes_the_log_and_the_metastore_entry(spark: SparkSession
     assert [f.name() for f in entry.schema().fields()] == ["id", "n"]
 
 
+def test_a_schema_changed_through_the_python_api_reaches_the_metastore_entry_at_the_next_load(
+        spark: SparkSession, session_catalog: ss.Catalog, db: str) -> None:
+    spark.sql(f"CREATE TABLE {db}.evolved (id BIGINT, day STRING) USING sleeper PARTITIONED BY (day)")
+    # Given columns added and dropped where no session catalog sees it
+    table = session_catalog.table(f"{db}.evolved")
+    table.add_columns([pa.field("amount", pa.float64())])
+    table.drop_column("id")
+    assert [f.name() for f in metastore_entry(spark, db, "evolved").schema().fields()] == ["id", "day"]  # stale
+
+    # Then a read returns the log's columns, and its load brings the entry up to them (partition columns last)
+    assert spark.table(f"{db}.evolved").columns == ["day", "amount"]
+    assert [f.name() for f in metastore_entry(spark, db, "evolved").schema().fields()] == ["amount", "day"]
+
+
 def test_drop_table_drops_the_sleeper_table_and_purge_its_files(spark: SparkSession, session_catalog: ss.Catalog,
                                                                 db: str) -> None:
     events(spark, range(2)).write.format("sleeper").saveAsTable(f"{db}.kept")

@@ -85,7 +85,11 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
             return timestampMicros == null ? entry : super.loadTable(ident, timestampMicros);
         }
         try {
-            return tables.load(ident, version, timestampMicros);
+            Table table = tables.load(ident, version, timestampMicros);
+            if (version == null && timestampMicros == null && table instanceof SleeperTable current) {
+                entries.refreshIfStale(ident, entry, current); // a schema changed through the Python API
+            }
+            return table;
         } catch (NoSuchTableException missing) {
             throw new IllegalArgumentException("sleeper_spark.errors.TableNotFoundError: the metastore's entry "
                     + ident + " is a sleeper table at " + entry.properties().get(TableCatalog.PROP_LOCATION)

@@ -3,7 +3,10 @@ package sleeper.spark.catalog;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -31,6 +34,8 @@ final class SessionEntries {
             TableCatalog.PROP_PROVIDER);
 
     private final SessionCatalogOfTables session;
+    // "<ident> <columns>" of each stale entry refreshed (or tried) by this catalog
+    private final Set<String> refreshesTried = ConcurrentHashMap.newKeySet();
 
     SessionEntries(SessionCatalogOfTables session) {
         this.session = session;
@@ -115,11 +120,34 @@ final class SessionEntries {
     void refresh(Identifier ident, SleeperTable table) {
         try {
             TableIdentifier name = new TableIdentifier(ident.name(), Option.apply(ident.namespace()[0]));
-            SparkSession.active().sessionState().catalog().alterTableDataSchema(name,
-                    new StructType(dataFields(table).toArray(new StructField[0])));
+            // The whole schema, partition columns last: the data-schema call refuses to drop a column.
+            SparkSession.active().sessionState().catalog().alterTableSchema(name, entrySchema(table));
         } catch (Exception stale) { // Spark's AnalysisException is checked in Java's eyes only
             // the entry stays as it was: reads take the schema from the log
         }
+    }
+
+    /**
+     * Refreshes the entry where its columns are not the table's (a schema changed where no session
+     * catalog saw it: the Python API, another catalog). Tried once per table schema in this
+     * catalog, so a metastore that refuses the change is not asked again at every load.
+     */
+    void refreshIfStale(Identifier ident, Table entry, SleeperTable table) {
+        String wanted = columnsOf(entrySchema(table));
+        if (wanted.equals(columnsOf(CatalogV2Util.v2ColumnsToStructType(entry.columns())))
+                || !refreshesTried.add(ident + " " + wanted)) {
+            return;
+        }
+        refresh(ident, table);
+    }
+
+    /** Names and types, in order; the metastore may keep names in lower case and every column nullable. */
+    private static String columnsOf(StructType schema) {
+        StringBuilder text = new StringBuilder();
+        for (StructField field : schema.fields()) {
+            text.append((field.name() + " " + field.dataType().catalogString()).toLowerCase(Locale.ROOT)).append(',');
+        }
+        return text.toString();
     }
 
     /** The table's columns as the metastore keeps them: data columns in order, then the partition columns. */
