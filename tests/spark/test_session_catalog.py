@@ -51,6 +51,13 @@ def scanned(catalog: ss.Catalog, name: str) -> list[tuple[object, ...]]:
     return sorted(zip(*(table.column(n).to_pylist() for n in table.column_names), strict=True))
 
 
+def tables_in(spark: SparkSession, db: str | None = None) -> list[str]:
+    """What SHOW TABLES lists of ``db`` (the current database if None), sorted, without the session's
+    temporary views (which it lists in every database, and which other tests of the session make)."""
+    shown = spark.sql("SHOW TABLES" if db is None else f"SHOW TABLES IN {db}").collect()
+    return sorted(r.tableName for r in shown if not r.isTemporary)
+
+
 def metastore_entry(spark: SparkSession, db: str, name: str) -> Any:
     """The session catalog's own record of ``db.name`` (Spark's CatalogTable), as the metastore keeps it."""
     jvm = spark._jvm
@@ -116,7 +123,7 @@ def test_an_unqualified_name_is_in_the_current_database(spark: SparkSession, ses
         events(spark, range(2)).write.format("sleeper").saveAsTable("events")
         spark.sql("INSERT INTO events VALUES (5, 'v5', 'd5')")
         assert rows(spark.table("events")) == scanned(session_catalog, f"{db}.events")
-        assert [r.tableName for r in spark.sql("SHOW TABLES").collect()] == ["events"]
+        assert tables_in(spark) == ["events"]
     finally:
         spark.sql("USE default")
 
@@ -162,7 +169,7 @@ def test_describe_and_show_tables_show_a_sleeper_table_beside_a_parquet_one(
     spark.sql(f"CREATE TABLE {db}.p USING parquet AS SELECT 1L AS id")
     spark.sql(f"INSERT INTO {db}.p VALUES (2)")
 
-    assert sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {db}").collect()) == ["p", "s"]
+    assert tables_in(spark, db) == ["p", "s"]
     described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {db}.s").collect()}
     assert described["Provider"] == "sleeper"
     assert described["Location"].rstrip("/").endswith(f"{db}.s")
@@ -213,7 +220,7 @@ def test_drop_table_drops_the_sleeper_table_and_purge_its_files(spark: SparkSess
     spark.sql(f"DROP TABLE {db}.purged PURGE")
 
     assert session_catalog.tables() == []
-    assert spark.sql(f"SHOW TABLES IN {db}").count() == 0
+    assert tables_in(spark, db) == []
     store = session_catalog.backend.store
     assert any(i.key.endswith(".parquet") for i in store.list(f"{kept_root}/"))  # DROP keeps data files
     assert list(store.list(f"{db}.purged/")) == []
@@ -253,7 +260,7 @@ def test_a_location_that_is_not_a_sleeper_table_is_refused_and_registers_nothing
     with pytest.raises(Exception, match=rf"ConfigError: LOCATION .* is the root of the sleeper table '{db}.other'"):
         spark.sql(f"CREATE TABLE {db}.renamed USING sleeper LOCATION '{other.location}'")
 
-    assert spark.sql(f"SHOW TABLES IN {db}").count() == 0
+    assert tables_in(spark, db) == []
     assert session_catalog.tables() == [f"{db}.other"]
 
 
@@ -265,7 +272,7 @@ def test_an_entry_whose_table_is_gone_is_a_clear_error_and_drop_table_removes_it
     with pytest.raises(Exception, match=r"TableNotFoundError: the metastore's entry .*DROP TABLE"):
         spark.table(f"{db}.gone").collect()
     spark.sql(f"DROP TABLE {db}.gone")
-    assert spark.sql(f"SHOW TABLES IN {db}").count() == 0
+    assert tables_in(spark, db) == []
 
 
 def test_a_failed_save_as_table_leaves_no_table_and_no_entry(spark: SparkSession, session_catalog: ss.Catalog,
@@ -276,7 +283,7 @@ def test_a_failed_save_as_table_leaves_no_table_and_no_entry(spark: SparkSession
         failing.write.format("sleeper").saveAsTable(f"{db}.failed")
 
     assert session_catalog.tables() == []
-    assert spark.sql(f"SHOW TABLES IN {db}").count() == 0
+    assert tables_in(spark, db) == []
 
 
 def test_without_the_session_catalog_save_as_table_names_the_setting_and_records_nothing(
@@ -287,7 +294,7 @@ def test_without_the_session_catalog_save_as_table_names_the_setting_and_records
                                         r"sleeper\.spark\.SleeperSessionCatalog"):
         spark.range(2).write.format("sleeper").saveAsTable(name)
 
-    assert name not in [r.tableName for r in spark.sql("SHOW TABLES").collect()]
+    assert name not in tables_in(spark)
 
 
 QUERIES = [
