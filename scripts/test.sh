@@ -16,9 +16,7 @@ bash scripts/test-floors.sh            # the core unit tests and tests/cli on th
 # and the serial collector run a small Spark job on 13-16 s of CPU instead of 23-27 s. The
 # benchmarks keep Java's defaults.
 export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS:+${JDK_JAVA_OPTIONS} }-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-# Three worker processes on two cores: much of the suite waits on servers, subprocesses and
-# Spark, and the other workers run meanwhile.
-# Each worker starts the servers and the SparkSession it needs. --dist loadgroup keeps a module
-# marked xdist_group on one worker, so that its module fixture's Spark application starts once.
+# Two worker processes: much of the suite waits on servers, subprocesses and Spark, and the
+# other worker runs meanwhile. Each worker starts the servers and the SparkSession it needs.
 # --durations=30 lists the slowest tests at the end, so a test that grows slow shows.
-exec .venv/bin/python -m pytest -n 3 --dist loadgroup --durations=30 "$@"
+exec .venv/bin/python -m pytest -n 2 --durations=30 "$@"

@@ -19,8 +19,6 @@ from sleeper_spark.version import __version__
 
 REPO = Path(__file__).resolve().parents[1]
 JAR = f"sleeper_spark/jars/sleeper-spark-{__version__}.jar"
-# One worker runs the whole module (scripts/test.sh: --dist loadgroup): the wheel is built once.
-pytestmark = pytest.mark.xdist_group("packaging")
 
 
 @pytest.fixture(scope="module")

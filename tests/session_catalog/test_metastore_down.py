@@ -13,9 +13,7 @@ import sleeper_spark as ss
 from tests.fixtures.servers import free_port
 from tests.session_catalog.drivers import Driver
 
-# One worker runs the whole module (scripts/test.sh: --dist loadgroup), so that its module fixture's
-# Spark applications start once, not once on each worker that gets one of its tests.
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("metastore_down")]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

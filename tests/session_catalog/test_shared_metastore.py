@@ -23,9 +23,7 @@ from tests.invariants import WriteOutcome, check_log_invariants, check_table_inv
 from tests.session_catalog.drivers import Driver
 from tests.session_catalog.metastore_driver import ROWS_PER_APPEND, append_rows
 
-# One worker runs the whole module (scripts/test.sh: --dist loadgroup), so that its module fixture's
-# Spark applications start once, not once on each worker that gets one of its tests.
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("shared_metastore")]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 WRITERS = 2
 APPENDS = 4  # each writer's

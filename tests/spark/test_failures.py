@@ -22,9 +22,7 @@ from sleeper_spark.spark.helper import _typed
 from sleeper_spark.spark.source.writer import SleeperCommitMessage, SleeperWriter, WriteTarget, _table_for
 from tests.spark.conftest import data_files, quiet_log4j2, referenced_files
 
-# One worker runs the whole module (scripts/test.sh: --dist loadgroup), so that its module fixture's
-# Spark applications start once, not once on each worker that gets one of its tests.
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("failures")]
+pytestmark = pytest.mark.spark
 
 HERE = Path(__file__).parent
 

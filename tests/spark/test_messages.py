@@ -12,9 +12,7 @@ import pytest
 
 from tests.fixtures.spark import spark_environment
 
-# One worker runs the whole module (scripts/test.sh: --dist loadgroup), so that its module fixture's
-# Spark applications start once, not once on each worker that gets one of its tests.
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("messages")]
+pytestmark = pytest.mark.spark
 
 JOB = Path(__file__).with_name("messages_job.py")
 

@@ -15,9 +15,7 @@ import pytest
 import sleeper_spark as ss
 from tests.fixtures.spark import spark_environment
 
-# One worker runs the whole module (scripts/test.sh: --dist loadgroup), so that its module fixture's
-# Spark applications start once, not once on each worker that gets one of its tests.
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("session_catalog_hive")]
+pytestmark = pytest.mark.spark
 
 JOB = Path(__file__).with_name("session_catalog_job.py")
 
