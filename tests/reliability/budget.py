@@ -12,8 +12,8 @@ The long run is one command (docs/reliability.md)::
 =========================  ==========================================================  ==========
 variable                   what                                                        default
 =========================  ==========================================================  ==========
-SLEEPER_KILL_TRIALS        SIGKILL trials per catalog kind                              6 local, 3 others
-                           (of three group-committing writers: 3 local, 2 others)
+SLEEPER_KILL_TRIALS        SIGKILL trials per catalog kind                              4 local, 2 others
+                           (of three group-committing writers: 2 local, 1 other)
 SLEEPER_KILL_SEED          seed of the kill moments and worker modes                    20261122
 SLEEPER_FAULT_WRITES       writes per fault-injection run                               150
 SLEEPER_FAULT_SEED         seed of the fault schedules                                  7
@@ -44,11 +44,11 @@ import os
 
 import pytest
 
-DEFAULT_KILL_TRIALS = {"local": 6}
-DEFAULT_KILL_TRIALS_ELSEWHERE = 3
+DEFAULT_KILL_TRIALS = {"local": 4}
+DEFAULT_KILL_TRIALS_ELSEWHERE = 2
 # A trial of three group-committing writers starts three processes: fewer of them by default.
-DEFAULT_GROUP_KILL_TRIALS = {"local": 3}
-DEFAULT_GROUP_KILL_TRIALS_ELSEWHERE = 2
+DEFAULT_GROUP_KILL_TRIALS = {"local": 2}
+DEFAULT_GROUP_KILL_TRIALS_ELSEWHERE = 1
 
 
 def _int(name: str, default: int) -> int:
