@@ -18,7 +18,7 @@ bash scripts/test-floors.sh            # the core unit tests and tests/cli on th
 export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS:+${JDK_JAVA_OPTIONS} }-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Three worker processes on two cores: much of the suite waits on servers, subprocesses and
 # Spark, and the other workers run meanwhile (measured on 2 cores: 16.7-19.4 minutes of pytest,
-# where two workers took 20.5 on the same tests).
+# where two workers took 20.5 on a slightly larger default run).
 # Each worker starts the servers and the SparkSession it needs; a worker out of tests takes
 # some of another's (worksteal), so that no worker runs on alone at the end.
 # --durations=30 lists the slowest tests at the end, so a test that grows slow shows.
