@@ -14,11 +14,11 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,7 +39,9 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     out, err = io.StringIO(), io.StringIO()
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level  # the command sets up logging as a process of its own
-    with _environment(COLUMNS="250", SLEEPER_SPARK_WAREHOUSE=None), redirect_stdout(out), redirect_stderr(err):
+    # patch.dict puts back the whole environment afterwards, the removed warehouse variable too
+    with patch.dict(os.environ, {"COLUMNS": "250"}), redirect_stdout(out), redirect_stderr(err):
+        os.environ.pop("SLEEPER_SPARK_WAREHOUSE", None)
         try:
             code = main(list(args))
         finally:
@@ -49,26 +51,6 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check:
         assert done.returncode == 0, f"exit {done.returncode}: {done.stderr}"
     return done
-
-
-@contextmanager
-def _environment(**values: str | None) -> Iterator[None]:
-    """``os.environ`` with ``values`` set (None: unset) for the block, as it was afterwards."""
-    before = {key: os.environ.get(key) for key in values}
-    try:
-        for key, value in values.items():
-            _set(key, value)
-        yield
-    finally:
-        for key, value in before.items():
-            _set(key, value)
-
-
-def _set(key: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(key, None)
-    else:
-        os.environ[key] = value
 
 
 def run_json(*args: str) -> Any:

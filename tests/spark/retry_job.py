@@ -1,8 +1,11 @@
-"""Run by test_failures.py in its own process: a write whose first attempt of one task fails.
+"""Run by test_failures.py in its own process: two writes whose first attempt of one task fails.
 
-The third argument chooses the writer: "native" (Spark's Parquet writer, the jar's facts) or
-"python" (the Python data source). Retrying a task needs ``spark.task.maxFailures`` > 1, which a local master takes from its
-``local[N,F]`` form when the JVM starts; a process can start only one JVM, hence the script.
+    python tests/spark/retry_job.py WORK_DIR LOG4J_PROPERTIES
+
+The first write is native (Spark's Parquet writer, the jar's facts), the second goes through the
+Python data source (the session setting switches the native path off), each into a warehouse of
+its own under WORK_DIR. Retrying a task needs ``spark.task.maxFailures`` > 1, which a local master
+takes from its ``local[N,F]`` form when the JVM starts; a process can start only one JVM, hence the script.
 Prints one JSON line: for each writer, the committed snapshot and what the table holds afterwards.
 """
 
