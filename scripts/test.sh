@@ -17,9 +17,10 @@ bash scripts/test-floors.sh            # the core unit tests and tests/cli on th
 # benchmarks keep Java's defaults.
 export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS:+${JDK_JAVA_OPTIONS} }-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Three worker processes on two cores: much of the suite waits on servers, subprocesses and
-# Spark, and the other workers run meanwhile (measured on 2 cores: 16.7-19.4 minutes of pytest,
-# where two workers took 20.5 on a slightly larger default run).
-# Each worker starts the servers and the SparkSession it needs; a worker out of tests takes
-# some of another's (worksteal), so that no worker runs on alone at the end.
+# Spark, and the other workers run meanwhile (measured on 2 cores: 16.7 minutes of pytest, where
+# two workers took 20.5 on a slightly larger default run). Each worker starts the servers and the
+# SparkSession it needs. Tests go out in small batches as workers free up (--dist load), so heavy
+# modules spread over the run; worksteal, which hands each worker a third of the suite in order,
+# ran the heavy Spark modules at the same time and took 19.4 minutes.
 # --durations=30 lists the slowest tests at the end, so a test that grows slow shows.
-exec .venv/bin/python -m pytest -n 3 --dist worksteal --durations=30 "$@"
+exec .venv/bin/python -m pytest -n 3 --durations=30 "$@"
