@@ -33,6 +33,7 @@ BENCHMARKS = [
     ("bench.merge", "Tables that change: MERGE"),
     ("bench.changes", "Change data capture: reading a table's changes"),
     ("bench.iceberg", "Iceberg metadata: publishing after each commit, and from scratch"),
+    ("bench.delta", "Delta log: publishing after each commit, and opening it in delta-rs"),
     ("bench.streaming", "Structured Streaming: sink batch rate, source latency"),
     ("bench.aws", "AWS test servers: commits, requests, contention"),
     ("bench.group_commit", "Group commit: many writers, one table"),

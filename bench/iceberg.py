@@ -6,7 +6,7 @@ files do not exist. Each file has 5 columns of statistics: ``id`` (long), ``name
 ``amount`` (double), ``ts`` (timestamp, UTC) and ``day`` (string, the partition column, 30 days).
 
 Publishing runs behind the commit, on the table's own thread: each commit here is timed until it
-returns, and then its lag until it is published (``t.iceberg.flush()``) before the next commit
+returns, and then its lag until it is published (``t.publishing.flush()``) before the next commit
 starts, so the two never overlap.
 
 Commit latency: two tables built identically (the same commits, in the same order), then one
@@ -97,7 +97,7 @@ class Twins:
     def settle(self, table: int) -> None:
         """Waits until the table's last commit is published; records the lag if it publishes."""
         started = time.perf_counter()
-        assert self.tables[table].iceberg.flush(timeout=600)
+        assert self.tables[table].publishing.flush(timeout=600)
         if self.tables[table].state().properties.get("iceberg.publish") == "true":
             self.lags.append(time.perf_counter() - started)
 
@@ -127,7 +127,7 @@ def _commit_latency(report: Report, catalog: ss.Catalog, commits: int, per_commi
     on, off = twins.tables
     started = time.perf_counter()
     on.set_properties({"iceberg.publish": "true"})  # publishes every version so far, behind the commit
-    assert on.iceberg.flush(timeout=600)
+    assert on.publishing.flush(timeout=600)
     catch_up, caught_up = time.perf_counter() - started, on.latest().version
     off.set_properties({"iceberg.publish": "false"})
     twins.append(APPENDED_FILES)  # one unmeasured round: the publisher's state is now warm

@@ -160,6 +160,8 @@ class CatalogConfig(BaseModel):
     iceberg_publish: bool = Field(default=False, description="every table publishes Iceberg metadata beside it "
                                   "after each commit (a table's iceberg.publish property overrides this); needs "
                                   "the iceberg extra")
+    delta_publish: bool = Field(default=False, description="every table publishes a Delta log (_delta_log) beside "
+                                "it after each commit (a table's delta.publish property overrides this)")
     iceberg_catalog: str | None = Field(default=None, description="a pyiceberg catalog that published tables are "
                                         "registered and committed in: its properties as a JSON object, e.g. "
                                         "{\"type\": \"glue\"} (a dict is accepted too)")

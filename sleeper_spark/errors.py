@@ -106,6 +106,15 @@ class CorruptDataFileError(SleeperSparkError):
     """
 
 
+class DeltaPublishError(SleeperSparkError):
+    """A version could not be published to the Delta log beside the table; the commit stands.
+
+    The version is in the sleeper log and readable through sleeper_spark; only engines that read
+    the Delta log do not see it yet. Also raised when the folder holds a ``_delta_log`` that
+    another writer made: it is never overwritten.
+    """
+
+
 class IcebergPublishError(SleeperSparkError):
     """A version could not be published as Iceberg metadata; the commit stands.
 
@@ -165,6 +174,7 @@ __all__ = [
     "ConfigError",
     "CorruptDataFileError",
     "CorruptLogError",
+    "DeltaPublishError",
     "IcebergPublishError",
     "InvalidNamespaceNameError",
     "InvalidTableNameError",

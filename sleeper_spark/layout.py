@@ -36,6 +36,8 @@ STATE_DIR = "_state"
 LOCK_DIR = "_lock"
 ICEBERG_DIR = "metadata"
 ICEBERG_HINT = f"{ICEBERG_DIR}/version-hint.text"
+DELTA_LOG_DIR = "_delta_log"
+DELTA_LAST_CHECKPOINT = f"{DELTA_LOG_DIR}/_last_checkpoint"
 STATE_POINTER = "latest"
 MAINTENANCE_LOCK = "maintenance"
 INTENT_MARK = ".INTENT."
@@ -83,6 +85,16 @@ def iceberg_manifest_list_key(version: int) -> str:
 
 def iceberg_manifest_key(added_by: int, written_by: int) -> str:
     return _join(ICEBERG_DIR, f"manifest-{added_by}-at-{written_by}.avro")
+
+
+def delta_commit_key(version: int) -> str:
+    """A Delta version's commit file, relative to the table root."""
+    return _join(DELTA_LOG_DIR, f"{version:020d}.json")
+
+
+def delta_checkpoint_key(version: int) -> str:
+    """A Delta version's checkpoint (one Parquet file), relative to the table root."""
+    return _join(DELTA_LOG_DIR, f"{version:020d}.checkpoint.parquet")
 
 
 def log_prefix(table_root: str) -> str:

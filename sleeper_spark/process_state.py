@@ -37,8 +37,8 @@ imported. Nothing in this package changes another library's classes or functions
 
 Nothing here runs at interpreter exit, and none is needed: every thread pool the package starts
 is joined before the call that started it returns, so no thread of ours is left when the
-interpreter shuts down. The one thread that outlives a call is the Iceberg publishing thread of
-a table that publishes (``table/iceberg_publishing.py``): it is not a daemon, so the interpreter
+interpreter shuts down. The one thread that outlives a call is the publishing thread (Iceberg, Delta) of
+a table that publishes (``table/publishing.py``): it is not a daemon, so the interpreter
 waits at exit for it to publish what was committed, and it ends by itself a quarter of a second
 after it falls idle. Arrow's own pool threads do live on; why they are never handed memory
 Python owns (an abort at exit otherwise) is told in :mod:`sleeper_spark.storage.arrow_buffers`.

@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sleeper_spark"
 # Lowest first: a layer may import itself and those before it.
-LAYERS = ("models", "state", "storage", "datafiles", "log", "commit", "iceberg", "table", "spark", "maintenance", "cli")
+LAYERS = ("models", "state", "storage", "datafiles", "log", "commit", "iceberg", "delta", "table", "spark", "maintenance", "cli")
 # Modules at the top of the package that any layer may import; they import only each other.
 SHARED = ("errors", "config", "option_specs", "source_options", "layout", "process_state", "version")
 # The package's front door and ``python -m sleeper_spark``: they gather the layers, so they may

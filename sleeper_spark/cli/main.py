@@ -22,6 +22,7 @@ import typer
 
 from sleeper_spark.cli import maintenance_commands, table_commands
 from sleeper_spark.cli.context import SETTINGS, WAREHOUSE_ENV
+from sleeper_spark.cli.delta_commands import delta_app
 from sleeper_spark.cli.iceberg_commands import iceberg_app
 from sleeper_spark.cli.jars_commands import jars_app
 from sleeper_spark.cli.lock_commands import lock_app
@@ -85,6 +86,7 @@ app.command("repair")(maintenance_commands.repair)
 app.add_typer(lock_app, name="lock")
 app.add_typer(jars_app, name="jars")
 app.add_typer(iceberg_app, name="iceberg")
+app.add_typer(delta_app, name="delta")
 
 
 def configure_logging(debug: bool) -> None:

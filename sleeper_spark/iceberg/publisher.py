@@ -27,6 +27,7 @@ from pyiceberg.manifest import DataFile, ManifestFile
 from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV2
 
 from sleeper_spark.commit import TableHead
+from sleeper_spark.commit.replay import oldest_state, states_after
 from sleeper_spark.errors import IcebergPublishError, NoSnapshotsError, SleeperSparkError, SnapshotNotFoundError
 from sleeper_spark.iceberg.avro_files import read_data_files, read_manifests
 from sleeper_spark.iceberg.expiry import unneeded_files, without_snapshots_before
@@ -42,7 +43,7 @@ from sleeper_spark.iceberg.versions import (
     next_version,
 )
 from sleeper_spark.layout import ICEBERG_DIR, ICEBERG_HINT, iceberg_metadata_key
-from sleeper_spark.state import TableState, fold
+from sleeper_spark.state import TableState
 from sleeper_spark.storage import ObjectStore, join_key
 
 logger = logging.getLogger(__name__)
@@ -168,14 +169,14 @@ class IcebergPublisher:
     # -- steps ---------------------------------------------------------------------------
 
     def _catch_up(self, last: Published, target: TableState) -> Published:
-        states = self._states_after(last, target)
+        states = states_after(self._head, last.state, target)
         if states is None:
             # Log truncation cut versions this publisher had yet to publish (they are expired with
             # the cut): publish afresh from the oldest version the log still rebuilds.
             logger.info("table %s: versions after %d were truncated from the log before they were published; "
                         "publishing afresh from the oldest version it holds", self.target.name, last.version)
             last = self._publish_base(target, self._expired_before())
-            states = self._states_after(last, target) or []
+            states = states_after(self._head, last.state, target) or []
         for i, state in enumerate(states):
             files = Files()
             with_json = len(states) <= EVERY_JSON_UP_TO or i == len(states) - 1
@@ -227,30 +228,10 @@ class IcebergPublisher:
         """The oldest version the log can still rebuild and not expired: the first published one when
         starting afresh."""
         first = max(self._head.first_number() or 1, expired_before + 1)
-        # A truncated log starts just after a state snapshot, which rebuilds the version before it.
-        for snapshot in newest.history:
-            if snapshot.version < first - 1:
-                continue
-            try:
-                return self._head.state_at(snapshot.version)
-            except SnapshotNotFoundError:
-                continue
-        raise IcebergPublishError(f"table {self.target.name!r} has no version to publish yet; write to it first")
-
-    def _states_after(self, last: Published, target: TableState) -> list[TableState] | None:
-        """The states of versions ``last.version + 1 .. target.version``, folded from the log; None
-        if the log no longer holds them all (it was truncated past ``last``)."""
-        if target.version <= last.version:
-            return []
-        if target.version == last.version + 1:
-            return [target]
-        states, state = [], last.state
-        for entry in self._head.entries(after=last.version, up_to=target.version):
-            if entry.number != state.version + 1:
-                return None
-            state = fold([(entry.number, entry.transaction())], state)
-            states.append(state)
-        return states if states and states[-1].version == target.version else None
+        base = oldest_state(self._head, newest, first)
+        if base is None:
+            raise IcebergPublishError(f"table {self.target.name!r} has no version to publish yet; write to it first")
+        return base
 
     def _load_published(self, hinted: int | None = None) -> Published | None:
         """What an earlier process published last (the version the hint names, or ``hinted`` when

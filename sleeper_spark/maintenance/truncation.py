@@ -75,8 +75,9 @@ def truncate_log(table: Table, keep_versions_after: timedelta | int = timedelta(
             # Entries before bodies: an entry whose body is gone would be a corrupt log.
             deleted = head.truncate_log(up_to)
             table.store.delete_many([join_key(table.root, key) for key in bodies])
-        # Versions before the cut no longer read here: their Iceberg snapshots go too.
+        # Versions before the cut no longer read here: their Iceberg snapshots and Delta versions go too.
         table.iceberg.expire(up_to, None)
+        table.delta.expire(up_to)
     log.info("table %s: truncated the log up to transaction %d (%d entries, %d bodies)%s", table.name, up_to,
              deleted, len(bodies), " [dry run]" if dry_run else "")
     return TruncateReport(dry_run=dry_run, up_to=up_to, transactions_deleted=deleted, bodies_deleted=len(bodies),

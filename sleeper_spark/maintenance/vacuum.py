@@ -19,8 +19,10 @@ body before the log entry that points to it:
   made sure that their writer is gone.
 
 A table published as Iceberg metadata (docs/interop.md) also has the Iceberg snapshots of the
-versions below the floor expired, and the metadata files only they needed deleted (not in a dry
-run, which reports the four kinds above).
+versions below the floor expired, and the metadata files only they needed deleted; a table with a
+Delta log has the Delta versions below the floor dropped (a checkpoint of the floor, then the
+older commit files and checkpoints deleted). Neither happens in a dry run, which reports the
+four kinds above.
 
 ``older_than`` must be longer than the longest write job: a job whose files are older than
 that when it commits would find them gone.
@@ -93,13 +95,13 @@ def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: b
     leftovers = abandoned_temporaries(table.store, table.root) + listing.intents
     doomed_temporaries = [o for o in leftovers if o.last_modified < cutoff]
     doomed = doomed_data + doomed_bodies + doomed_states + doomed_temporaries
-    iceberg_deleted: list[str] = []
+    published_deleted: list[str] = []
     if not dry_run:
         with maintenance_lock(table, "vacuum"):
             _delete(table.store, table.root, [o.key for o in doomed], progress)
             # The Iceberg snapshots of versions whose files just went are expired, with the
-            # metadata files only they needed.
-            iceberg_deleted = table.iceberg.expire(facts.floor, cutoff)
+            # metadata files only they needed; so are their Delta versions.
+            published_deleted = [*table.iceberg.expire(facts.floor, cutoff), *table.delta.expire(facts.floor)]
     log.info("table %s: vacuum %s %d data file(s), %d body(ies), %d state snapshot(s), %d temporary file(s), "
              "%d bytes (floor %d)", table.name, "would delete" if dry_run else "deleted", len(doomed_data),
              len(doomed_bodies), len(doomed_states), len(doomed_temporaries), sum(o.size for o in doomed),
@@ -107,7 +109,7 @@ def vacuum(table: Table, older_than: timedelta = timedelta(hours=24), dry_run: b
     return VacuumReport(dry_run=dry_run, data_files_deleted=len(doomed_data), bodies_deleted=len(doomed_bodies),
                         state_snapshots_deleted=len(doomed_states), temporaries_deleted=len(doomed_temporaries),
                         bytes_deleted=sum(o.size for o in doomed),
-                        deleted=(*(o.key for o in doomed), *iceberg_deleted))
+                        deleted=(*(o.key for o in doomed), *published_deleted))
 
 
 def list_table(store: ObjectStore, table_root: str) -> TableListing:

@@ -21,7 +21,7 @@ from sleeper_spark.storage import ObjectStore
 from sleeper_spark.table import changes, reading, schema_changes
 from sleeper_spark.table.arrow_writes import write_arrow
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
-from sleeper_spark.table.iceberg_publishing import TablePublishing
+from sleeper_spark.table.publishing import TablePublishing
 from sleeper_spark.table.writes import (
     ReplacedFiles,
     build_write,
@@ -47,9 +47,11 @@ class Table:
         self.head = head
         self.store = store
         self.group_commit = group_commit  # set when the catalog's group_commit setting is on
-        self.iceberg = TablePublishing(self)
+        self.publishing = TablePublishing(self)  # Iceberg and Delta, behind the commits
+        self.iceberg = self.publishing.iceberg
+        self.delta = self.publishing.delta
         if head.after_commit is None:
-            head.after_commit = self.iceberg.after_commit
+            head.after_commit = self.publishing.after_commit
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, id={self.table_id})"
@@ -249,6 +251,18 @@ class Table:
         still in the log, afresh) and commits the newest to the catalog's ``iceberg_catalog`` if it
         names one; returns the newest published version."""
         return self.iceberg.publish(rebuild=rebuild)
+
+    def delta_location(self) -> str:
+        """The table's location, which Delta readers open (its ``_delta_log`` is beside the data;
+        docs/interop.md); publishes what is not yet published first, whether or not the table
+        publishes after each commit."""
+        self.delta.publish()
+        return self.location
+
+    def publish_delta(self, rebuild: bool = False) -> int:
+        """Publishes every version not yet published to the table's Delta log (``rebuild``: every
+        version still in the log, afresh); returns the newest published version."""
+        return self.delta.publish(rebuild=rebuild)
 
     def verify(self, version: int | None = None, deep: bool = False) -> VerifyReport:
         """Checks that every referenced file exists with its size and checksum.

@@ -47,7 +47,7 @@ def test_every_top_level_column_is_counted_by_its_rule(tmp_path: Path) -> None:
                          schema=ROWS))
     table.add_columns(pa.schema([("note", pa.string())]))
     table.write(pa.table({"id": [6, 7], "day": ["a", "a"], "v": [0.5, 0.5], "note": ["x", None]}))
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     expected = {
         # rows, day nulls (by its partition value), v nulls (from the log), note nulls (lacked: every row)
         "null": ({"id": 2, "day": 2, "v": 2, "note": 2}, {"id": 0, "day": 2, "v": 1, "note": 2}),

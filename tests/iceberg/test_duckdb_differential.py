@@ -50,14 +50,15 @@ def connect() -> Any:
     return connection
 
 
-def random_history(tmp_path: Path, rng: random.Random) -> ss.Table:
+def random_history(tmp_path: Path, rng: random.Random, publish: str = "iceberg_publish") -> ss.Table:
     """A partitioned table of random columns with a random history of every kind of commit, a
-    column added in the middle of it, publishing after each commit."""
+    column added in the middle of it, publishing after each commit (``publish``: the catalog
+    setting that turns it on)."""
     names, _ = random_columns(rng)
     partition = rng.choice([c for c in ("p", "i8", "d", "b") if c in names] or ["p"])
     names = names if partition in names else [*names, partition]
     first = chunk(rng, names, 0, rng.randint(1, 20))
-    table = ss.Catalog.local(str(tmp_path / "warehouse"), iceberg_publish=True).create_table(
+    table = ss.Catalog.local(str(tmp_path / "warehouse"), **{publish: True}).create_table(
         "random", first.schema, partition_by=[partition])
     table.write(first)
     next_id, added = first.num_rows, False
@@ -83,7 +84,7 @@ def random_history(tmp_path: Path, rng: random.Random) -> ss.Table:
     if not added:
         table.add_columns(pa.schema(list(ADDED.items())))
     table.write(with_added(rng, chunk(rng, names, next_id, 7)))
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     return table
 
 

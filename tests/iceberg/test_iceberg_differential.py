@@ -147,7 +147,7 @@ def test_group_commits_read_the_same_through_pyiceberg(memory_backend: InMemoryL
     group = table.group_commit.commit_pending()
     assert group is not None and len(group.members) == 2
     table.write(rows(400, 2))
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     # Then every version, grouped or not, reads the same through pyiceberg
     read_every_version(table)
 

@@ -1,4 +1,4 @@
-"""Publishing Iceberg metadata after commits (sleeper_spark/iceberg, table/iceberg_publishing.py):
+"""Publishing Iceberg metadata after commits (sleeper_spark/iceberg, table/publishing.py):
 when it runs, what each version becomes, that it never fails a commit and catches up on what it
 missed, that a new process continues where another stopped, pyiceberg's SQL catalog, and expiry
 with vacuum and log truncation. Rows read through every version are checked against the truth in
@@ -27,7 +27,7 @@ import sleeper_spark as ss
 from sleeper_spark.cli.main import main as cli_main
 from sleeper_spark.commit import utc_now
 from sleeper_spark.maintenance import truncate_log, vacuum
-from sleeper_spark.table.iceberg_publishing import IDLE_EXIT_S
+from sleeper_spark.table.publishing import IDLE_EXIT_S
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
 LATER = utc_now() + timedelta(hours=1)  # truncation never cuts young transactions: look from later on
@@ -47,7 +47,7 @@ def published_table(tmp_path: Path, **settings: Any) -> ss.Table:
 
 def metadata_dir(table: ss.Table) -> Path:
     """The table's metadata folder, once what was committed has been published (that runs behind)."""
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     return Path(table.location) / "metadata"
 
 
@@ -111,7 +111,7 @@ def test_a_failed_publish_never_fails_the_commit_and_the_next_one_catches_up(
     blocked.mkdir()  # a folder where publishing version 4 must write a file
     with caplog.at_level(logging.WARNING, logger="sleeper_spark"):
         snapshot = table.write(rows((2, "b", 2.0)))
-        assert table.iceberg.flush(timeout=60)
+        assert table.publishing.flush(timeout=60)
     assert snapshot.version == 4 and sleeper_rows(table) == [(1, "a", 1.0), (2, "b", 2.0)]
     assert "version 4 was committed but not published as Iceberg metadata" in caplog.text
     assert "sleeper-spark iceberg sync db.t" in caplog.text
@@ -132,7 +132,7 @@ def test_another_process_continues_from_what_was_published_as_a_rebuild_would(tm
     again = ss.Catalog.local(str(tmp_path / "wh")).table("db.t")
     again.write(rows((8, "b", 8.0)))
     again.delete_where(None, pc.field("id") == 7)
-    assert again.iceberg.flush(timeout=60)
+    assert again.publishing.flush(timeout=60)
     continued = json.loads((metadata_dir(table) / "v9.metadata.json").read_text())
     assert again.publish_iceberg(rebuild=True) == 9
     rebuilt = json.loads((metadata_dir(table) / "v9.metadata.json").read_text())
@@ -160,12 +160,12 @@ def test_a_sql_catalog_gets_the_table_and_each_new_version(tmp_path: Path) -> No
     properties = {"type": "sql", "uri": f"sqlite:///{tmp_path}/iceberg.db", "warehouse": f"file://{tmp_path}"}
     table = published_table(tmp_path, iceberg_publish=True, iceberg_catalog=properties)
     table.write(rows((1, "a", 1.0), (2, "b", 2.0)))
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     iceberg = load_catalog("sleeper", **properties)
     assert iceberg.load_table(("db", "t")).current_snapshot().snapshot_id == 2  # type: ignore[union-attr]
     table.add_columns(pa.schema([("note", pa.string())]))
     table.write(pa.table({"id": [3], "day": ["c"], "value": [3.0], "note": ["x"]}), mode="overwrite")
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     loaded = iceberg.load_table(("db", "t"))
     assert loaded.current_snapshot().snapshot_id == 4  # type: ignore[union-attr]
     assert loaded.scan().to_arrow().to_pylist() == [{"id": 3, "day": "c", "value": 3.0, "note": "x"}]
@@ -182,7 +182,7 @@ def test_a_catalog_table_of_the_same_name_that_is_another_table_is_left_alone(
     table = published_table(tmp_path, iceberg_publish=True, iceberg_catalog=properties)
     with caplog.at_level(logging.WARNING, logger="sleeper_spark"):
         assert table.write(rows((1, "a", 1.0))).version == 2
-        assert table.iceberg.flush(timeout=60)
+        assert table.publishing.flush(timeout=60)
     assert "already has a table db.t that is not sleeper table 'db.t'" in caplog.text
     assert iceberg.load_table(("db", "t")).current_snapshot() is None
     assert iceberg_rows(table.iceberg_metadata()) == [(1, "a", 1.0)]  # beside the table it was published
@@ -195,7 +195,7 @@ def test_vacuum_expires_the_snapshots_whose_files_it_deleted(tmp_path: Path) -> 
     table.write(rows((2, "b", 2.0)))  # 3
     table.write(rows((3, "a", 3.0)), mode="overwrite")  # 4: 2 and 3's files are garbage
     table.write(rows((4, "b", 4.0)))  # 5: the floor, everything committed before "now" is older
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     before = {p.name for p in metadata_dir(table).iterdir()}
     report = vacuum(table, older_than=timedelta(0), now=LATER)
     metadata = StaticTable.from_metadata(table.iceberg_metadata()).metadata
@@ -262,11 +262,11 @@ for i in range(3):
     assert len(StaticTable.from_metadata(table.iceberg_metadata()).scan().to_arrow()) == 3
     # And in a process that goes on, the thread ends once idle.
     table.set_properties({"iceberg.publish": "true"})
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     time.sleep(IDLE_EXIT_S)
     # It ends after IDLE_EXIT_S idle; how soon after is the scheduler's business, so wait for it.
     deadline = time.monotonic() + 60
-    while [t for t in threading.enumerate() if t.name.startswith("sleeper-iceberg-")]:
+    while [t for t in threading.enumerate() if t.name.startswith("sleeper-publish-")]:
         assert time.monotonic() < deadline, "the publishing thread did not end once idle"
         time.sleep(0.05)
 
@@ -288,7 +288,7 @@ def test_glue_gets_the_table_as_athena_would_find_it(tmp_path: Path, monkeypatch
         table.write(rows((1, "a", 1.0), (2, "b", 2.0)))
         table.add_columns(pa.schema([("note", pa.string())]))
         table.write(pa.table({"id": [3], "day": ["c"], "value": [3.0], "note": ["x"]}), mode="overwrite")
-        assert table.iceberg.flush(timeout=60)
+        assert table.publishing.flush(timeout=60)
         glue = load_catalog("glue", **properties)
         assert glue.list_namespaces() == [("lake",)]
         loaded = glue.load_table(("lake", "events"))
@@ -303,7 +303,7 @@ def test_a_publisher_behind_a_log_truncation_publishes_afresh_from_what_the_log_
     # Given a publisher that published version 3, then versions it did not publish (publishing off)
     table = published_table(tmp_path)
     table.write(rows((1, "a", 1.0)))  # 3
-    assert table.iceberg.flush(timeout=60)
+    assert table.publishing.flush(timeout=60)
     table.set_properties({"iceberg.publish": "false"})  # 4
     table.write(rows((2, "b", 2.0)))  # 5
     table.write(rows((3, "a", 3.0)))  # 6

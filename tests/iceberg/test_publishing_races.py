@@ -4,7 +4,6 @@ is published (whoever published it), and reads in pyiceberg exactly as in sleepe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyiceberg.table import StaticTable
@@ -12,25 +11,14 @@ from pyiceberg.table import StaticTable
 import sleeper_spark as ss
 from sleeper_spark.layout import iceberg_metadata_key
 from sleeper_spark.storage import join_key
-from tests.fixtures.catalogs import EVENTS_SCHEMA, catalog_params, events, make_catalog
+from tests.fixtures.catalogs import EVENTS_SCHEMA, catalog_params, make_catalog
 from tests.fixtures.processes import released_together
+from tests.fixtures.publishing import APPENDS, append_many
 from tests.fixtures.servers import TEST_CREDENTIALS
-from tests.invariants import WriteOutcome, check_table_invariants
+from tests.invariants import check_table_invariants
 
 WRITERS = 3
-APPENDS = 5
 
-
-def append_many(options: dict[str, str], writer: int, start: Any) -> list[WriteOutcome]:
-    table = ss.Catalog.from_options(options).table("events")
-    start.wait()
-    outcomes = []
-    for seq in range(APPENDS):
-        table.write(events(writer, seq), metadata={"writer": str(writer), "seq": str(seq)})
-        outcomes.append(WriteOutcome(writer, seq, 3, committed=True))
-    # Publishing runs behind the commits; a pool's worker is stopped, not left to exit, so it waits.
-    assert table.iceberg.flush(timeout=120)
-    return outcomes
 
 
 def file_io_properties(catalog: ss.Catalog) -> dict[str, str]:

@@ -1,15 +1,17 @@
-"""A table's Iceberg metadata: published after its commits when turned on, and on request.
+"""A table's Iceberg metadata and Delta log: published after its commits when turned on, and on request.
 
-Publishing is off unless the table's ``iceberg.publish`` property or the catalog's
-``iceberg_publish`` setting turns it on: it writes a few files per commit beside the table, which
-a table nobody reads from other engines does not need. ``Table.iceberg_metadata()`` and
-``Table.publish_iceberg()`` publish on request whatever the setting.
+Each format is off unless the table's property (``iceberg.publish``, ``delta.publish``) or the
+catalog's setting (``iceberg_publish``, ``delta_publish``) turns it on: it writes a few files per
+commit beside the table, which a table nobody reads from other engines does not need.
+``Table.iceberg_metadata()``, ``Table.publish_iceberg()``, ``Table.delta_location()`` and
+``Table.publish_delta()`` publish on request whatever the setting.
 
 After a commit, publishing runs behind it on a thread of the table's own, so that a commit costs
-what it cost before: the thread publishes the newest committed state (catching up on every
-version since the last it published), then ends once idle for :data:`IDLE_EXIT_S`. It is not a
-daemon thread: at interpreter exit Python waits for it to finish what was committed, and it
-holds nothing else up. :meth:`TablePublishing.flush` waits for it.
+what it cost before: the thread publishes the newest committed state in each format that is on
+(catching up on every version since the last it published), then ends once idle for
+:data:`IDLE_EXIT_S`. It is not a daemon thread: at interpreter exit Python waits for it to
+finish what was committed, and it holds nothing else up. :meth:`TablePublishing.flush` waits
+for it. A format that fails logs a warning and leaves the commit and the other format alone.
 """
 
 from __future__ import annotations
@@ -20,51 +22,53 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sleeper_spark.errors import ConfigError, IcebergPublishError
-from sleeper_spark.layout import ICEBERG_HINT
+from sleeper_spark.layout import DELTA_LOG_DIR, ICEBERG_HINT
 from sleeper_spark.state import TableState
 from sleeper_spark.storage import join_key
 
 if TYPE_CHECKING:
+    from sleeper_spark.delta.publisher import DeltaPublisher
     from sleeper_spark.iceberg.catalog_commit import CatalogCommitter
     from sleeper_spark.iceberg.publisher import IcebergPublisher
     from sleeper_spark.table.table import Table
 
 logger = logging.getLogger(__name__)
 
-# The table property that turns publishing on for one table ("true"/"false"); the catalog's
-# ``iceberg_publish`` setting turns it on for every table that does not say.
+# The table properties that turn publishing on for one table ("true"/"false"); the catalog's
+# ``iceberg_publish`` / ``delta_publish`` setting turns it on for every table that does not say.
 PUBLISH_PROPERTY = "iceberg.publish"
+DELTA_PUBLISH_PROPERTY = "delta.publish"
 # How long the publishing thread waits for another commit before it ends.
 IDLE_EXIT_S = 0.25
 
 
-def publishing_enabled(state: TableState, catalog_default: bool) -> bool:
-    value = state.properties.get(PUBLISH_PROPERTY)
+def publishing_enabled(state: TableState, catalog_default: bool, prop: str = PUBLISH_PROPERTY) -> bool:
+    value = state.properties.get(prop)
     return catalog_default if value is None else value.strip().lower() == "true"
 
 
 class TablePublishing:
-    """The Iceberg publisher of one table, made on first use (pyiceberg is an optional extra)."""
+    """The thread that publishes one table's commits in the formats turned on for it."""
 
     def __init__(self, table: Table) -> None:
         self._table = table
-        self._publisher: IcebergPublisher | None = None
-        self._committer: CatalogCommitter | None = None
+        self.iceberg = IcebergPublishing(table)
+        self.delta = DeltaPublishing(table)
         self._changed = threading.Condition()
         self._pending: TableState | None = None  # the newest committed state not yet handed over
         self._busy = False
         self._worker: threading.Thread | None = None
 
     def after_commit(self, state: TableState) -> None:
-        """Hands ``state`` to the publishing thread if publishing is on; returns at once."""
-        if not publishing_enabled(state, self._table.catalog.config.iceberg_publish):
+        """Hands ``state`` to the publishing thread if a format is on; returns at once."""
+        if not (self.iceberg.enabled(state) or self.delta.enabled(state)):
             return
         with self._changed:
             if self._pending is None or state.version > self._pending.version:
                 self._pending = state
             if self._worker is None:
                 self._worker = threading.Thread(target=self._publish_behind, daemon=False,
-                                                name=f"sleeper-iceberg-{self._table.name}")
+                                                name=f"sleeper-publish-{self._table.name}")
                 self._worker.start()
             self._changed.notify_all()
 
@@ -84,16 +88,36 @@ class TablePublishing:
                     return
                 state, self._pending, self._busy = self._pending, None, True
             try:
-                self.publish(state)
-            except Exception as error:  # whatever went wrong, the commit has landed and stands
-                logger.warning("table %s: version %d was committed but not published as Iceberg metadata (%s: %s); "
-                               "the next commit publishes it, or run `sleeper-spark iceberg sync %s`. Set the table "
-                               "property %s=false to stop publishing.", self._table.name, state.version,
-                               type(error).__name__, error, self._table.name, PUBLISH_PROPERTY)
+                for format_ in (self.iceberg, self.delta):
+                    if format_.enabled(state):
+                        self._publish_one(format_, state)
             finally:
                 with self._changed:
                     self._busy = False
                     self._changed.notify_all()
+
+    def _publish_one(self, format_: IcebergPublishing | DeltaPublishing, state: TableState) -> None:
+        try:
+            format_.publish(state)
+        except Exception as error:  # whatever went wrong, the commit has landed and stands
+            logger.warning("table %s: version %d was committed but not published as %s (%s: %s); the next commit "
+                           "publishes it, or run `sleeper-spark %s sync %s`. Set the table property %s=false to stop "
+                           "publishing.", self._table.name, state.version, format_.title, type(error).__name__, error,
+                           format_.command, self._table.name, format_.property)
+
+
+class IcebergPublishing:
+    """The Iceberg publisher of one table, made on first use (pyiceberg is an optional extra)."""
+
+    title, command, property = "Iceberg metadata", "iceberg", PUBLISH_PROPERTY
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._publisher: IcebergPublisher | None = None
+        self._committer: CatalogCommitter | None = None
+
+    def enabled(self, state: TableState) -> bool:
+        return publishing_enabled(state, self._table.catalog.config.iceberg_publish, PUBLISH_PROPERTY)
 
     def publish(self, state: TableState | None = None, rebuild: bool = False) -> int:
         """Publishes every version up to ``state`` (default: the newest), then commits the newest
@@ -158,3 +182,42 @@ def location_uri(location: str) -> str:
     if not location.startswith("/"):
         raise IcebergPublishError(f"table location {location!r} is not absolute")
     return "file://" + location.rstrip("/")
+
+
+class DeltaPublishing:
+    """The Delta publisher of one table, made on first use."""
+
+    title, command, property = "a Delta version", "delta", DELTA_PUBLISH_PROPERTY
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._publisher: DeltaPublisher | None = None
+
+    def enabled(self, state: TableState) -> bool:
+        return publishing_enabled(state, self._table.catalog.config.delta_publish, DELTA_PUBLISH_PROPERTY)
+
+    def publish(self, state: TableState | None = None, rebuild: bool = False) -> int:
+        """Publishes every version up to ``state`` (default: the newest); returns the newest published."""
+        publisher = self.publisher()
+        return publisher.rebuild() if rebuild else publisher.publish(state)
+
+    def expire(self, before: int) -> list[str]:
+        """After vacuum or log truncation: drops the Delta versions before ``before`` if the table was
+        ever published; logs, never raises."""
+        if next(iter(self._table.store.list(join_key(self._table.root, DELTA_LOG_DIR) + "/")), None) is None:
+            return []
+        try:
+            return self.publisher().expire(before)
+        except Exception as error:  # maintenance has done its work; the warning says how to retry
+            logger.warning("table %s: could not drop the Delta versions before version %d (%s: %s); run vacuum "
+                           "again to drop them", self._table.name, before, type(error).__name__, error)
+            return []
+
+    def publisher(self) -> DeltaPublisher:
+        if self._publisher is None:
+            from sleeper_spark.delta.publisher import DeltaPublisher, DeltaTarget
+
+            table = self._table
+            self._publisher = DeltaPublisher(
+                DeltaTarget(table.name, table.table_id, table.store, table.root, table.entry.created_at), table.head)
+        return self._publisher
