@@ -17,7 +17,7 @@ CATALOG_SAMPLES = {
     "endpoint_url": "http://localhost:4566", "s3_endpoint_url": "http://localhost:9000",
     "dynamodb_endpoint_url": "http://localhost:8000", "transactions_table": "txns", "snapshots_table": "snaps",
     "conditional_writes": "put-and-verify", "lock_table": "locks", "state_snapshot_interval": "7",
-    "recheck_after_s": "12.5", "group_commit": "true", "iceberg_publish": "true",
+    "recheck_after_s": "12.5", "group_commit": "true", "iceberg_publish": "true", "delta_publish": "true",
     "iceberg_catalog": '{"glue.region": "eu-west-2", "type": "glue"}', "iceberg_namespace": "lake",
     "retry.max_attempts": "3", "retry.base_delay_s": "0.01",
     "retry.max_delay_s": "0.2", "retry.jitter": "0.5", "store_retry.max_attempts": "9",
