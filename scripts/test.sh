@@ -17,7 +17,7 @@ bash scripts/test-floors.sh            # the core unit tests and tests/cli on th
 # benchmarks keep Java's defaults.
 export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS:+${JDK_JAVA_OPTIONS} }-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # And they load the same Spark classes: an archive of them (class-data sharing), made once per JDK
-# and pyspark, saves a quarter of each Spark JVM's CPU (scripts/spark_class_archive.py). A JVM
+# and pyspark, saves about a fifth of each Spark JVM's CPU (scripts/spark_class_archive.py). A JVM
 # the archive does not fit runs as without it, silently.
 archive_key="$( (java -version 2>&1; .venv/bin/python -c 'import pyspark; print(pyspark.__version__)') | cksum | cut -d' ' -f1)"
 class_archive="${repo_root}/.venv/spark-classes-${archive_key}.jsa"

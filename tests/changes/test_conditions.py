@@ -24,7 +24,7 @@ import sleeper_spark as ss
 from sleeper_spark.spark.conditions.row_conditions import merge_rows, update_rows
 from sleeper_spark.spark.rows.merge_builder import key_rows
 from sleeper_spark.table.reading import planned_files
-from tests.reliability.budget import long_run_only
+from tests.reliability.budget import LONG_RUN, long_run_only
 
 pytestmark = pytest.mark.spark
 
@@ -34,7 +34,10 @@ SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("value", pa.floa
 DDL = ("id long, part string, value double, note string, day date, flag boolean, i int, amount decimal(10,2), "
        "at timestamp, version long")
 WRITES = 12
-# One seed's 120 update and 40 merge conditions by default; a long run (SLEEPER_LONG_RUN=1) adds another seed's.
+# One seed's 80 update and 24 merge conditions by default; a long run (SLEEPER_LONG_RUN=1) checks 120 and 40
+# of each of two seeds.
+UPDATE_CONDITIONS = 120 if LONG_RUN else 80
+MERGE_CONDITIONS = 40 if LONG_RUN else 24
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -92,11 +95,11 @@ def truth_frame(spark: SparkSession, raw: list[dict[str, Any]]) -> Any:
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=long_run_only)])
 def test_an_update_reads_every_file_that_holds_a_row_its_where_selects(spark: SparkSession, tmp_path: Any,
                                                                        seed: int) -> None:
-    # Given a table of 24 files, and 120 random conditions
+    # Given a table of 24 files, and UPDATE_CONDITIONS random conditions
     rng = random.Random(seed)
     table, raw = write_table(ss.Catalog.local(str(tmp_path)), rng)
     state, names = table.state(), _file_keys(table.state())
-    conditions = [condition(rng, 3, leaf) for _ in range(120)]
+    conditions = [condition(rng, 3, leaf) for _ in range(UPDATE_CONDITIONS)]
 
     # When Spark evaluates each over every raw row
     columns = [F.coalesce(F.expr(c), F.lit(False)).alias(f"c{n}") for n, c in enumerate(conditions)]
@@ -115,8 +118,8 @@ def test_an_update_reads_every_file_that_holds_a_row_its_where_selects(spark: Sp
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=long_run_only)])
 def test_a_merge_reads_every_file_that_holds_a_row_its_condition_may_match(spark: SparkSession, tmp_path: Any,
                                                                            seed: int) -> None:
-    # Given a table of 24 files, a source of a few keys, and 40 random merge conditions (a Spark
-    # job each)
+    # Given a table of 24 files, a source of a few keys, and MERGE_CONDITIONS random merge
+    # conditions (a Spark job each)
     rng = random.Random(seed)
     table, raw = write_table(ss.Catalog.local(str(tmp_path)), rng)
     state, names = table.state(), _file_keys(table.state())
@@ -130,7 +133,7 @@ def test_a_merge_reads_every_file_that_holds_a_row_its_condition_may_match(spark
             "target.value = source.id", leaf(rng, "target."),
         ])
 
-    conditions = [condition(rng, 3, atom) for _ in range(40)]
+    conditions = [condition(rng, 3, atom) for _ in range(MERGE_CONDITIONS)]
 
     # When Spark evaluates each over every pair of a target and a source row
     pairs = truth_frame(spark, raw).alias("target").crossJoin(source.alias("source"))
