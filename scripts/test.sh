@@ -26,10 +26,10 @@ if [[ -f "${class_archive}" ]]; then
     export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS} -XX:SharedArchiveFile=${class_archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
 fi
 # Three worker processes on two cores: much of the suite waits on servers, subprocesses and
-# Spark, and the other workers run meanwhile (measured on 2 cores: 16.7 minutes of pytest, where
-# two workers took 20.5 on a slightly larger default run). Each worker starts the servers and the
-# SparkSession it needs. Tests go out in small batches as workers free up (--dist load), so heavy
-# modules spread over the run; worksteal, which hands each worker a third of the suite in order,
-# ran the heavy Spark modules at the same time and took 19.4 minutes.
+# Spark, and the other workers run meanwhile. Each worker starts the servers and the SparkSession
+# it needs. Tests go out in small batches as workers free up (--dist load), so heavy modules
+# spread over the run; worksteal, which hands each worker a third of the suite in order, ran the
+# heavy Spark modules at the same time (19.4 minutes where load took 16.7). With the class archive,
+# clean runs on an otherwise idle 2-core machine took 15.4 and 18.1 minutes of pytest.
 # --durations=30 lists the slowest tests at the end, so a test that grows slow shows.
 exec .venv/bin/python -m pytest -n 3 --durations=30 "$@"

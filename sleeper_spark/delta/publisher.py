@@ -185,22 +185,30 @@ class DeltaPublisher:
             return None  # truncated from the log since: the catch-up starts again from what it holds
 
     def _check_owner(self) -> None:
-        """Refuses a ``_delta_log`` this table did not write: its first metadata must name the table."""
+        """Refuses a ``_delta_log`` this table did not write: the first file a publisher writes there
+        (version 0, or the checkpoint a truncated log starts with) must name the table. What is in
+        the folder is listed once; a publisher of another process may be writing to it meanwhile."""
         if self._owned:
             return
-        store = self.target.store
+        prefix = self._key(DELTA_LOG_DIR) + "/"
+        names = {info.key[len(prefix):] for info in self.target.store.list(prefix)}
+        if not names:
+            return  # nothing published yet
+        checkpoints = sorted(name for name in names if name.endswith(".checkpoint.parquet")
+                             and _version_of(name) is not None)
+        first = delta_commit_key(0).rsplit("/", 1)[1]
         try:
-            pointer = json.loads(store.get(self._key(DELTA_LAST_CHECKPOINT)))
-            actions = checkpoint_actions(store.get(self._key(delta_checkpoint_key(int(pointer["version"])))))
-        except FileNotFoundError:
-            try:
-                actions = [json.loads(line) for line in store.get(self._key(delta_commit_key(0))).splitlines() if line]
-            except FileNotFoundError:
-                if next(iter(store.list(self._key(DELTA_LOG_DIR) + "/")), None) is not None:
-                    raise self._foreign("it has no version 0 and no _last_checkpoint") from None
-                return  # nothing published yet
-        except (SleeperSparkError, ValueError, KeyError, TypeError) as error:
-            raise self._foreign(f"its checkpoint does not read: {error}") from None
+            if first in names:
+                data = self.target.store.get(prefix + first)
+                actions = [json.loads(line) for line in data.splitlines() if line]
+            elif checkpoints:
+                actions = checkpoint_actions(self.target.store.get(prefix + checkpoints[0]))
+            else:
+                raise self._foreign("it has no version 0 and no checkpoint")
+        except (FileNotFoundError, SleeperSparkError, ValueError, KeyError, TypeError) as error:
+            if isinstance(error, DeltaPublishError):
+                raise
+            raise self._foreign(f"its first version does not read: {error}") from None
         ids = [a["metaData"].get("configuration", {}).get(SLEEPER_TABLE_ID) for a in actions if "metaData" in a]
         if ids != [self.target.table_id]:
             raise self._foreign(f"its metadata names table {ids[0] if ids else None!r}")

@@ -115,6 +115,7 @@ class IcebergPublishing:
         self._table = table
         self._publisher: IcebergPublisher | None = None
         self._committer: CatalogCommitter | None = None
+        self._making = threading.Lock()
 
     def enabled(self, state: TableState) -> bool:
         return publishing_enabled(state, self._table.catalog.config.iceberg_publish, PUBLISH_PROPERTY)
@@ -152,16 +153,19 @@ class IcebergPublishing:
         return self.publisher().metadata_location(version)
 
     def publisher(self) -> IcebergPublisher:
-        if self._publisher is None:
-            try:
-                from sleeper_spark.iceberg.publisher import IcebergPublisher, Target
-            except ImportError as error:
-                raise ConfigError(f"publishing Iceberg metadata needs pyiceberg ({error}); install "
-                                  "sleeper-spark[iceberg]") from None
-            table = self._table
-            self._publisher = IcebergPublisher(
-                Target(table.name, table.table_id, table.store, table.root, location_uri(table.location)), table.head)
-        return self._publisher
+        # One publisher a table (its lock orders the publishing thread and a caller's publish).
+        with self._making:
+            if self._publisher is None:
+                try:
+                    from sleeper_spark.iceberg.publisher import IcebergPublisher, Target
+                except ImportError as error:
+                    raise ConfigError(f"publishing Iceberg metadata needs pyiceberg ({error}); install "
+                                      "sleeper-spark[iceberg]") from None
+                table = self._table
+                self._publisher = IcebergPublisher(
+                    Target(table.name, table.table_id, table.store, table.root, location_uri(table.location)),
+                    table.head)
+            return self._publisher
 
     def committer(self) -> CatalogCommitter | None:
         config = self._table.catalog.config
@@ -192,6 +196,7 @@ class DeltaPublishing:
     def __init__(self, table: Table) -> None:
         self._table = table
         self._publisher: DeltaPublisher | None = None
+        self._making = threading.Lock()
 
     def enabled(self, state: TableState) -> bool:
         return publishing_enabled(state, self._table.catalog.config.delta_publish, DELTA_PUBLISH_PROPERTY)
@@ -214,10 +219,13 @@ class DeltaPublishing:
             return []
 
     def publisher(self) -> DeltaPublisher:
-        if self._publisher is None:
-            from sleeper_spark.delta.publisher import DeltaPublisher, DeltaTarget
+        # One publisher a table (its lock orders the publishing thread and a caller's publish).
+        with self._making:
+            if self._publisher is None:
+                from sleeper_spark.delta.publisher import DeltaPublisher, DeltaTarget
 
-            table = self._table
-            self._publisher = DeltaPublisher(
-                DeltaTarget(table.name, table.table_id, table.store, table.root, table.entry.created_at), table.head)
-        return self._publisher
+                table = self._table
+                self._publisher = DeltaPublisher(
+                    DeltaTarget(table.name, table.table_id, table.store, table.root, table.entry.created_at),
+                    table.head)
+            return self._publisher

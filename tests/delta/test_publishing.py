@@ -175,6 +175,31 @@ def test_another_process_continues_from_what_was_published_as_a_rebuild_would(tm
         assert delta_rows(again, version) == sleeper_rows(again, version)
 
 
+def test_a_caller_asking_for_the_location_while_the_commit_publishes_gets_it(tmp_path: Path) -> None:
+    # The publishing thread and the caller's own publish start together, on a fresh log each time
+    catalog = ss.Catalog.local(str(tmp_path / "wh"), delta_publish=True)
+    for i in range(20):
+        table = catalog.create_table(f"t{i}", SCHEMA)
+        table.write(rows((i, "a", float(i))))
+        assert deltalake.DeltaTable(table.delta_location()).to_pyarrow_table().num_rows == 1
+
+
+def test_a_log_that_starts_with_a_checkpoint_not_yet_named_is_not_taken_for_a_foreign_one(tmp_path: Path) -> None:
+    # Given a log another process is writing as a truncated log's is written: a checkpoint first,
+    # then the commit files after it, _last_checkpoint not yet
+    table = publishing_table(tmp_path)
+    for i in range(CHECKPOINT_INTERVAL):
+        table.write(rows((i, "a", float(i))))  # 3..12
+    log = delta_log(table)
+    for path in log.iterdir():
+        if (path.name.endswith(".json") and int(path.name[:20]) <= CHECKPOINT_INTERVAL) or path.name == "_last_checkpoint":
+            path.unlink()
+    # Then a new process takes it for this table's and continues it
+    again = ss.Catalog.local(str(tmp_path / "wh")).table("db.t")
+    assert again.publish_delta() == CHECKPOINT_INTERVAL + 2
+    assert delta_rows(again) == sleeper_rows(again)
+
+
 def test_a_delta_log_another_writer_made_is_refused_and_left_as_it_was(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     catalog = ss.Catalog.local(str(tmp_path / "wh"))
