@@ -51,6 +51,12 @@ def created(state: TableState, created_at: dt.datetime) -> list[Action]:
     return [{"protocol": protocol(state.schema)}, {"metaData": metadata(state, created_at)}]
 
 
+def whole_state(state: TableState, created_at: dt.datetime) -> list[Action]:
+    """A checkpoint's actions: the protocol, the metadata and an ``add`` for every live file
+    (``dataChange`` false: a checkpoint changes no rows)."""
+    return [*created(state, created_at), *adds(state, state.files.table(), commit_times(state), data_change=False)]
+
+
 def metadata(state: TableState, created_at: dt.datetime) -> Action:
     configuration = {key: value for key, value in state.properties.items() if not key.startswith("delta.")}
     configuration[SLEEPER_TABLE_ID] = state.table_id

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 
 from sleeper_spark.commit import TableHead
 from sleeper_spark.commit.replay import oldest_state, states_after
-from sleeper_spark.delta.actions import SLEEPER_TABLE_ID, Action, adds, commit_times, created, version, version_lines
+from sleeper_spark.delta.actions import SLEEPER_TABLE_ID, created, version, version_lines, whole_state
 from sleeper_spark.delta.checkpoint import (
     CHECKPOINT_INTERVAL,
     checkpoint_actions,
     checkpoint_bytes,
     last_checkpoint_json,
 )
-from sleeper_spark.delta.schema import protocol
 from sleeper_spark.errors import DeltaPublishError, SleeperSparkError, SnapshotNotFoundError
 from sleeper_spark.layout import DELTA_LAST_CHECKPOINT, DELTA_LOG_DIR, delta_checkpoint_key, delta_commit_key
 from sleeper_spark.state import TableState
@@ -152,8 +151,7 @@ class DeltaPublisher:
     def _checkpoint(self, state: TableState, force: bool = False) -> None:
         if not force and state.version % CHECKPOINT_INTERVAL:
             return
-        actions: list[Action] = [{"protocol": protocol(state.schema)}, *created(state, self.target.created_at)[1:]]
-        actions.extend(adds(state, state.files.table(), commit_times(state), data_change=False))
+        actions = whole_state(state, self.target.created_at)
         self._put(delta_checkpoint_key(state.version), checkpoint_bytes(actions))
         if state.version > self._last_checkpoint():
             self._put(DELTA_LAST_CHECKPOINT, last_checkpoint_json(state.version, len(actions)))
@@ -197,17 +195,14 @@ class DeltaPublisher:
         checkpoints = sorted(name for name in names if name.endswith(".checkpoint.parquet")
                              and _version_of(name) is not None)
         first = delta_commit_key(0).rsplit("/", 1)[1]
+        if first not in names and not checkpoints:
+            raise self._foreign("it has no version 0 and no checkpoint")
         try:
             if first in names:
-                data = self.target.store.get(prefix + first)
-                actions = [json.loads(line) for line in data.splitlines() if line]
-            elif checkpoints:
-                actions = checkpoint_actions(self.target.store.get(prefix + checkpoints[0]))
+                actions = [json.loads(line) for line in self.target.store.get(prefix + first).splitlines() if line]
             else:
-                raise self._foreign("it has no version 0 and no checkpoint")
+                actions = checkpoint_actions(self.target.store.get(prefix + checkpoints[0]))
         except (FileNotFoundError, SleeperSparkError, ValueError, KeyError, TypeError) as error:
-            if isinstance(error, DeltaPublishError):
-                raise
             raise self._foreign(f"its first version does not read: {error}") from None
         ids = [a["metaData"].get("configuration", {}).get(SLEEPER_TABLE_ID) for a in actions if "metaData" in a]
         if ids != [self.target.table_id]:

@@ -25,9 +25,7 @@ def test_each_kind_of_version_keeps_its_delta_form() -> None:
     for previous, state in zip([states[0], *states], states, strict=False):
         files[str(state.version)] = actions.version_lines(actions.version(previous, state, AT)).decode()
     newest = states[-1]
-    checkpoint = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
-                  actions.created(newest, AT)[1],
-                  *actions.adds(newest, newest.files.table(), actions.commit_times(newest), data_change=False)]
+    checkpoint = actions.whole_state(newest, AT)
     files["checkpoint"] = actions.version_lines(checkpoint).decode()
     check_golden("delta_log.json", json.dumps(files, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     # And a checkpoint's Parquet gives back the protocol and metadata it was made of
