@@ -51,12 +51,6 @@ def created(state: TableState, created_at: dt.datetime) -> list[Action]:
     return [{"protocol": protocol(state.schema)}, {"metaData": metadata(state, created_at)}]
 
 
-def whole_state(state: TableState, created_at: dt.datetime) -> list[Action]:
-    """A checkpoint's actions: the protocol, the metadata and an ``add`` for every live file
-    (``dataChange`` false: a checkpoint changes no rows)."""
-    return [*created(state, created_at), *adds(state, state.files.table(), commit_times(state), data_change=False)]
-
-
 def metadata(state: TableState, created_at: dt.datetime) -> Action:
     configuration = {key: value for key, value in state.properties.items() if not key.startswith("delta.")}
     configuration[SLEEPER_TABLE_ID] = state.table_id
@@ -97,7 +91,7 @@ def adds(state: TableState, rows: pa.Table, added_at: Mapping[int, int], data_ch
     commit times (a file's ``modificationTime``: that of the version that added it, or 0)."""
     encoder = StatsEncoder(state.schema, state.partition_by)
     values = _PartitionValues(state.schema, state.partition_by)
-    return [{"add": {"path": _path(ref.path), "partitionValues": values.of(ref.partition), "size": ref.size_bytes,
+    return [{"add": {"path": delta_path(ref.path), "partitionValues": values.of(ref.partition), "size": ref.size_bytes,
                      "modificationTime": added_at.get(added, 0), "dataChange": data_change,
                      "stats": encoder.stats(ref.column_stats, ref.row_count)}}
             for ref, added in zip(state.layout.file_refs(_conformed(state, rows)),
@@ -106,7 +100,7 @@ def adds(state: TableState, rows: pa.Table, added_at: Mapping[int, int], data_ch
 
 def removes(state: TableState, rows: pa.Table, at: int, data_change: bool = True) -> list[Action]:
     values = _PartitionValues(state.schema, state.partition_by)
-    return [{"remove": {"path": _path(ref.path), "deletionTimestamp": at, "dataChange": data_change,
+    return [{"remove": {"path": delta_path(ref.path), "deletionTimestamp": at, "dataChange": data_change,
                         "extendedFileMetadata": True, "partitionValues": values.of(ref.partition),
                         "size": ref.size_bytes}}
             for ref in state.layout.file_refs(_conformed(state, rows))]
@@ -131,7 +125,8 @@ def _conformed(state: TableState, rows: pa.Table) -> pa.Table:
     return pa.Table.from_batches(batches, schema=state.layout.arrow) if batches else rows
 
 
-def _path(path: str) -> str:
+def delta_path(path: str) -> str:
+    """A file's path as Delta actions name it: relative to the table root, as a URI (%-escaped)."""
     return quote(path, safe=_PATH_SAFE)
 
 

@@ -25,12 +25,14 @@ from dataclasses import dataclass
 
 from sleeper_spark.commit import TableHead
 from sleeper_spark.commit.replay import oldest_state, states_after
-from sleeper_spark.delta.actions import SLEEPER_TABLE_ID, created, version, version_lines, whole_state
+from sleeper_spark.delta.actions import SLEEPER_TABLE_ID, created, version, version_lines
 from sleeper_spark.delta.checkpoint import (
     CHECKPOINT_INTERVAL,
-    checkpoint_actions,
+    Checkpoint,
     checkpoint_bytes,
+    checkpoint_of,
     last_checkpoint_json,
+    read_checkpoint,
 )
 from sleeper_spark.errors import DeltaPublishError, SleeperSparkError, SnapshotNotFoundError
 from sleeper_spark.layout import DELTA_LAST_CHECKPOINT, DELTA_LOG_DIR, delta_checkpoint_key, delta_commit_key
@@ -60,6 +62,7 @@ class DeltaPublisher:
         self._lock = threading.Lock()
         self._last: TableState | None = None  # the newest version this publisher published or continued from
         self._owned = False  # whether the _delta_log found here was checked to be this table's
+        self._checkpoint_made: Checkpoint | None = None  # the newest this publisher wrote: the next continues it
 
     def publish(self, state: TableState | None = None) -> int:
         """Publishes every version up to ``state`` (default: the newest); returns the newest published."""
@@ -89,6 +92,7 @@ class DeltaPublisher:
             keys = [info.key for info in self.target.store.list(self._key(DELTA_LOG_DIR) + "/")]
             self.target.store.delete_many(keys)
             self._last = None
+            self._checkpoint_made = None
         return self.publish()
 
     def newest_published(self) -> int:
@@ -151,10 +155,25 @@ class DeltaPublisher:
     def _checkpoint(self, state: TableState, force: bool = False) -> None:
         if not force and state.version % CHECKPOINT_INTERVAL:
             return
-        actions = whole_state(state, self.target.created_at)
-        self._put(delta_checkpoint_key(state.version), checkpoint_bytes(actions))
+        made = checkpoint_of(state, self.target.created_at, self._checkpoint_made or self._stored_checkpoint())
+        self._put(delta_checkpoint_key(state.version), checkpoint_bytes(made))
+        self._checkpoint_made = made
         if state.version > self._last_checkpoint():
-            self._put(DELTA_LAST_CHECKPOINT, last_checkpoint_json(state.version, len(actions)))
+            self._put(DELTA_LAST_CHECKPOINT, last_checkpoint_json(state.version, made.size))
+
+    def _stored_checkpoint(self) -> Checkpoint | None:
+        """The checkpoint ``_last_checkpoint`` names, to continue from (None if it does not read): a
+        process that publishes one version in ten, as a job writing once does, then builds rows
+        for the files added since rather than for every file."""
+        newest = self._last_checkpoint()
+        if newest < 0:
+            return None
+        try:
+            return read_checkpoint(self.target.store.get(self._key(delta_checkpoint_key(newest))))
+        except (FileNotFoundError, SleeperSparkError, OSError, ValueError) as error:
+            logger.info("table %s: Delta checkpoint %d does not read (%s); building one from the table state",
+                        self.target.name, newest, error)
+            return None
 
     def _repair_checkpoint(self, newest: int) -> None:
         """Writes the checkpoint a publisher that stopped after a version's commit file (a failed
@@ -201,7 +220,7 @@ class DeltaPublisher:
             if first in names:
                 actions = [json.loads(line) for line in self.target.store.get(prefix + first).splitlines() if line]
             else:
-                actions = checkpoint_actions(self.target.store.get(prefix + checkpoints[0]))
+                actions = read_checkpoint(self.target.store.get(prefix + checkpoints[0])).head
         except (FileNotFoundError, SleeperSparkError, ValueError, KeyError, TypeError) as error:
             raise self._foreign(f"its first version does not read: {error}") from None
         ids = [a["metaData"].get("configuration", {}).get(SLEEPER_TABLE_ID) for a in actions if "metaData" in a]

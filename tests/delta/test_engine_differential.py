@@ -97,7 +97,7 @@ def test_every_version_reads_the_same_through_delta_rs_and_duckdb(tmp_path: Path
     # Given a random table with null partition values and columns added after files were written,
     # publishing its Delta log after each commit
     rng = random.Random(f"delta-{SEED}-{index}")
-    table = random_history(tmp_path, rng, publish="delta_publish")
+    table = random_history(tmp_path, rng, "delta_publish")
     assert set(ADDED) <= set(table.schema.names)
     # Then delta-rs reads every version, and filters its null and non-null rows, as the table does
     for snapshot in table.history():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from sleeper_spark.delta import actions
-from sleeper_spark.delta.checkpoint import checkpoint_actions, checkpoint_bytes
+from sleeper_spark.delta.checkpoint import checkpoint_bytes, checkpoint_of, read_checkpoint
 from sleeper_spark.state import fold
 from tests.models.golden import check_golden
 from tests.models.test_golden import AT, EXAMPLES
@@ -25,8 +25,12 @@ def test_each_kind_of_version_keeps_its_delta_form() -> None:
     for previous, state in zip([states[0], *states], states, strict=False):
         files[str(state.version)] = actions.version_lines(actions.version(previous, state, AT)).decode()
     newest = states[-1]
-    checkpoint = actions.whole_state(newest, AT)
-    files["checkpoint"] = actions.version_lines(checkpoint).decode()
+    # (the checkpoint as its Parquet file reads back)
+    checkpoint = read_checkpoint(checkpoint_bytes(checkpoint_of(newest, AT)))
+    files["checkpoint"] = actions.version_lines(checkpoint.actions()).decode()
     check_golden("delta_log.json", json.dumps(files, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    # And a checkpoint's Parquet gives back the protocol and metadata it was made of
-    assert checkpoint_actions(checkpoint_bytes(checkpoint)) == checkpoint[:2]
+    # And a checkpoint continued from one of an earlier version (of the same schema) is the same file
+    earlier = next(state for state in reversed(states) if state.schema == newest.schema
+                   and state.version < newest.version and len(state.files))
+    continued = checkpoint_of(newest, AT, checkpoint_of(earlier, AT))
+    assert checkpoint_bytes(continued) == checkpoint_bytes(checkpoint_of(newest, AT))

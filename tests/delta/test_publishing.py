@@ -20,7 +20,7 @@ import pytest
 import sleeper_spark as ss
 from sleeper_spark.cli.main import main as cli_main
 from sleeper_spark.commit import utc_now
-from sleeper_spark.delta.checkpoint import CHECKPOINT_INTERVAL
+from sleeper_spark.delta.checkpoint import CHECKPOINT_INTERVAL, checkpoint_bytes, checkpoint_of
 from sleeper_spark.maintenance import truncate_log, vacuum
 
 deltalake = pytest.importorskip("deltalake")
@@ -120,6 +120,33 @@ def test_a_checkpoint_every_ten_versions_keeps_opening_the_newest_to_a_few_files
     for old in range(2 * CHECKPOINT_INTERVAL):
         (log / f"{old:020d}.json").rename(log / f"{old:020d}.json.away")
     assert delta_rows(table) == sleeper_rows(table) and newest == 2 * CHECKPOINT_INTERVAL + 5
+
+
+def test_a_checkpoint_continued_from_the_one_before_is_the_file_built_from_the_whole_state(tmp_path: Path) -> None:
+    # Given checkpoints continued from the previous one: in the process that wrote it, in another
+    # process (from the stored file), and across a schema change (built afresh)
+    table = publishing_table(tmp_path)
+    for i in range(CHECKPOINT_INTERVAL + 1):  # versions 3 to 13
+        table.write(rows((i, "abc"[i % 3], float(i))))
+    table.delete_where(None, pc.field("day") == "b")  # 14: files removed
+    table.write(rows((20, "c", 2.0)), mode="overwrite")  # 15
+    for i in range(5):  # 16 to 20
+        table.write(rows((30 + i, "ab"[i % 2], float(i))))
+    again = ss.Catalog.local(str(tmp_path / "wh")).table("db.t")
+    for i in range(4):  # 21 to 24
+        again.write(rows((40 + i, "ab"[i % 2], float(i))))
+    again.delete_where(None, pc.field("id") == 41)  # 25
+    again.add_columns(pa.schema([("extra", pa.string())]))  # 26
+    for i in range(4):  # 27 to 30
+        again.write(rows((50 + i, "a", float(i))).append_column("extra", pa.array([f"x{i}"])))
+    log = delta_log(again)
+    # Then each is the file a checkpoint built from the whole state of its version is
+    target = again.delta.publisher().target
+    for version in (CHECKPOINT_INTERVAL, 2 * CHECKPOINT_INTERVAL, 3 * CHECKPOINT_INTERVAL):
+        fresh = checkpoint_bytes(checkpoint_of(again.state(version=version), target.created_at))
+        assert (log / f"{version:020d}.checkpoint.parquet").read_bytes() == fresh, version
+    read = deltalake.DeltaTable(again.location).to_pyarrow_table()
+    assert sorted(read.column("id").to_pylist()) == sorted(again.scan().column("id").to_pylist())
 
 
 def test_a_failed_publish_never_fails_the_commit_and_the_next_one_catches_up(

@@ -50,15 +50,16 @@ def connect() -> Any:
     return connection
 
 
-def random_history(tmp_path: Path, rng: random.Random, publish: str = "iceberg_publish") -> ss.Table:
+def random_history(tmp_path: Path, rng: random.Random, *publish: str) -> ss.Table:
     """A partitioned table of random columns with a random history of every kind of commit, a
     column added in the middle of it, publishing after each commit (``publish``: the catalog
-    setting that turns it on)."""
+    settings that turn it on; default ``iceberg_publish``)."""
     names, _ = random_columns(rng)
     partition = rng.choice([c for c in ("p", "i8", "d", "b") if c in names] or ["p"])
     names = names if partition in names else [*names, partition]
     first = chunk(rng, names, 0, rng.randint(1, 20))
-    table = ss.Catalog.local(str(tmp_path / "warehouse"), **{publish: True}).create_table(
+    settings = {setting: True for setting in publish or ("iceberg_publish",)}
+    table = ss.Catalog.local(str(tmp_path / "warehouse"), **settings).create_table(
         "random", first.schema, partition_by=[partition])
     table.write(first)
     next_id, added = first.num_rows, False
