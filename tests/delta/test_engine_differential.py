@@ -7,7 +7,8 @@ values; see tests/fixtures/iceberg_predicates.py) read, version by version throu
 column and a range filter, through delta-rs's SQL engine (DataFusion, which prunes files by the
 published stats) and DuckDB's ``delta_scan`` on the newest version, select exactly the rows they
 select in Python. A published bound or null count that is wrong makes a reader skip a file
-holding rows that match. ``SLEEPER_DIFFERENTIAL_ENGINES=N`` runs N random tables (default 2);
+holding rows that match. A table of every kind of commit with widened columns (int8 to int32,
+float32 to float64, a wider decimal) reads right through both too. ``SLEEPER_DIFFERENTIAL_ENGINES=N`` runs N random tables (default 2);
 ``SLEEPER_DIFFERENTIAL_SEED=K`` shifts the seeds.
 """
 
@@ -25,7 +26,7 @@ import pytest
 import sleeper_spark as ss
 from tests.fixtures.iceberg_predicates import Row, multiset
 from tests.iceberg.test_duckdb_differential import ADDED, RANGED, literal, random_history
-from tests.iceberg.test_iceberg_differential import difference
+from tests.iceberg.test_iceberg_differential import SCHEMA, difference, every_operation
 
 deltalake = pytest.importorskip("deltalake")
 duckdb = pytest.importorskip("duckdb")
@@ -109,3 +110,25 @@ def test_every_version_reads_the_same_through_delta_rs_and_duckdb(tmp_path: Path
     for snapshot in table.history()[-3:]:
         check_version(table, snapshot.version, rng)
     check_newest_in_duckdb(table, rng)
+
+
+def test_every_operation_and_widened_columns_read_the_same_through_delta_rs_and_duckdb(tmp_path: Path) -> None:
+    # Given a table built by every kind of commit, with int8 -> int32, float32 -> float64 and
+    # decimal(9, 2) -> decimal(12, 2) widened after files were written
+    table = ss.Catalog.local(str(tmp_path / "wh"), delta_publish=True).create_table(
+        "ops", SCHEMA, partition_by=["p"])
+    every_operation(table)
+    assert table.publishing.flush(timeout=60)
+    # Then delta-rs reads every version as the table does, and DuckDB the newest
+    for snapshot in table.history():
+        expected = table.scan(version=snapshot.version)
+        names = expected.schema.names
+        got = deltalake.DeltaTable(table.delta_location(), version=snapshot.version).to_pyarrow_table()
+        missing, extra = difference(multiset(expected, names), multiset(got.select(names), names))
+        assert not missing and not extra, f"version {snapshot.version}: delta-rs lacks {missing} and adds {extra}"
+    expected = table.scan()
+    names = expected.schema.names
+    got = duckdb_with_delta().execute(f"SELECT * FROM delta_scan('{table.delta_location()}')").fetch_arrow_table()
+    assert got.schema.field("i8").type == pa.int32() and got.schema.field("dec").type == pa.decimal128(12, 2)
+    missing, extra = difference(multiset(expected, names), multiset(got.select(names), names))
+    assert not missing and not extra, f"DuckDB lacks {missing} and adds {extra}"
