@@ -1,17 +1,19 @@
 """Writers in several processes commit to one table with Delta publishing on, all at once: every
-version is published (whoever published it), whole, and reads in delta-rs exactly as in sleeper_spark."""
+version is published (whoever published it), whole, and reads in delta-rs exactly as in sleeper_spark;
+a reader opening the table meanwhile opens whole versions only."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import sleeper_spark as ss
 from sleeper_spark.layout import delta_commit_key
 from sleeper_spark.storage import join_key
-from tests.fixtures.catalogs import EVENTS_SCHEMA, catalog_params, make_catalog
-from tests.fixtures.processes import released_together
+from tests.fixtures.catalogs import EVENTS_SCHEMA, catalog_params, events, make_catalog
+from tests.fixtures.processes import racing_context, released_together
 from tests.fixtures.publishing import APPENDS, append_many
 from tests.fixtures.servers import TEST_CREDENTIALS
 from tests.invariants import check_table_invariants
@@ -19,7 +21,7 @@ from tests.invariants import check_table_invariants
 deltalake = pytest.importorskip("deltalake")
 
 WRITERS = 3
-
+READER_RACE_APPENDS = 40
 
 
 def storage_options(catalog: ss.Catalog) -> dict[str, str]:
@@ -50,3 +52,41 @@ def test_racing_writers_publish_every_version(kind: str, request: pytest.Fixture
         read = deltalake.DeltaTable(table.location, version=version, storage_options=options).to_pyarrow_table()
         want = table.scan(version=version)
         assert sorted(read.select(want.column_names).to_pylist(), key=repr) == sorted(want.to_pylist(), key=repr)
+
+
+def append_for_a_while(options: dict[str, str], writer: int, start: Any) -> None:
+    """Appends ``READER_RACE_APPENDS`` batches once ``start`` is released, then waits for publishing."""
+    table = ss.Catalog.from_options(options).table("events")
+    start.wait()
+    for seq in range(READER_RACE_APPENDS):
+        table.write(events(writer, seq))
+    assert table.publishing.flush(timeout=120)
+
+
+def test_a_reader_racing_the_publishers_opens_whole_versions_only(tmp_path: Path) -> None:
+    # Given writers appending in other processes, publishing as they go
+    catalog = ss.Catalog.local(str(tmp_path / "warehouse"))
+    catalog.create_table("events", EVENTS_SCHEMA, partition_by=["day"], properties={"delta.publish": "true"})
+    context = racing_context()
+    with context.Manager() as manager:
+        start = manager.Event()
+        with context.Pool(WRITERS) as pool:
+            pending = [pool.apply_async(append_for_a_while, (catalog.options(), worker, start))
+                       for worker in range(WRITERS)]
+            start.set()
+            # When delta-rs opens the newest version again and again meanwhile
+            seen: dict[int, list[Any]] = {}
+            while not all(p.ready() for p in pending):
+                try:
+                    read = deltalake.DeltaTable(catalog.table("events").location)
+                except deltalake.exceptions.TableNotFoundError:
+                    continue  # nothing published yet
+                seen.setdefault(read.version(), sorted(read.to_pyarrow_table().to_pylist(), key=repr))
+            for p in pending:
+                p.get(timeout=120)
+    # Then every version it opened held exactly the rows of that sleeper version
+    table = ss.Catalog.local(str(tmp_path / "warehouse")).table("events")
+    assert len(seen) > 1, "the reader saw one version only: it did not race the publishers"
+    for version, rows in seen.items():
+        want = table.scan(version=version)
+        assert [{k: r[k] for k in want.column_names} for r in rows] == sorted(want.to_pylist(), key=repr), version
