@@ -48,6 +48,14 @@ def measure_pair(ours: Callable[[], object], baseline: Callable[[], object],
     return Measurement(tuple(ours_runs)), Measurement(tuple(baseline_runs))
 
 
+def paired_ratio(ours: Measurement, baseline: Measurement) -> float:
+    """The median of the ratios of the runs made one after the other (``measure_pair``'s rounds):
+    each pair ran under the same state of the machine, so a slow spell falls on both sides of
+    one ratio instead of on the best of one side. For the short queries of shared code paths,
+    where the best of a few runs moves by more than the difference being looked for."""
+    return statistics.median(o / b for o, b in zip(ours.runs, baseline.runs, strict=True))
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
