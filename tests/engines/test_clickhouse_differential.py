@@ -8,7 +8,7 @@ snapshot id, which is the sleeper version) and ``deltaLakeLocal`` the newest, to
 exactly the rows they select in Python. ClickHouse's dates and times hold the years 1900 to 2299
 only (``Date32``, ``DateTime64``), so values outside them, which the random tables hold, are
 compared as ClickHouse clamps them. On DynamoDB Local and SeaweedFS, ClickHouse (``icebergS3``,
-``deltaLake``) and delta-rs read the published formats from S3. ``SLEEPER_DIFFERENTIAL_ENGINES=N`` runs N random tables
+``deltaLake``), delta-rs and DuckDB (``httpfs``) read the published formats from S3. ``SLEEPER_DIFFERENTIAL_ENGINES=N`` runs N random tables
 (default 2); ``SLEEPER_DIFFERENTIAL_SEED=K`` shifts the seeds.
 """
 
@@ -26,7 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.delta.test_engine_differential import filters
+import sleeper_spark as ss
+from tests.delta.test_engine_differential import duckdb_with_delta, filters
 from tests.delta.test_publishing_races import storage_options
 from tests.fixtures.catalogs import make_catalog
 from tests.fixtures.iceberg_predicates import Row, multiset
@@ -133,7 +134,7 @@ def test_every_iceberg_version_and_the_newest_delta_version_read_the_same_throug
 
 
 @pytest.mark.integration
-def test_clickhouse_and_delta_rs_read_both_formats_from_s3(clickhouse: Any, request: pytest.FixtureRequest,
+def test_clickhouse_duckdb_and_delta_rs_read_both_formats_from_s3(clickhouse: Any, request: pytest.FixtureRequest,
                                                           tmp_path: Path) -> None:
     # Given a table on DynamoDB Local and SeaweedFS, built by every kind of commit, publishing both formats
     catalog = make_catalog("aws", request, tmp_path)
@@ -153,6 +154,8 @@ def test_clickhouse_and_delta_rs_read_both_formats_from_s3(clickhouse: Any, requ
               table.scan(version=snapshot.version), rng, f"Iceberg version {snapshot.version} on S3",
               filtered=snapshot.version == newest)
     check(clickhouse, f"deltaLake('{url}', {keys})", table.scan(), rng, "the newest Delta version on S3")
+    # And DuckDB reads the newest version of both from S3
+    check_duckdb_on_s3(table, endpoint)
     # And delta-rs reads every Delta version from S3
     options = storage_options(catalog)
     for snapshot in table.history():
@@ -161,3 +164,20 @@ def test_clickhouse_and_delta_rs_read_both_formats_from_s3(clickhouse: Any, requ
         names = expected.schema.names
         missing, extra = difference(multiset(expected, names), multiset(read.to_pyarrow_table().select(names), names))
         assert not missing and not extra, f"version {snapshot.version}: delta-rs lacks {missing} and adds {extra}"
+
+
+def check_duckdb_on_s3(table: ss.Table, endpoint: str) -> None:
+    """DuckDB 1.4 (httpfs, with the S3 test server as its endpoint) reads the newest Iceberg and Delta versions."""
+    connection = duckdb_with_delta()
+    connection.execute("LOAD httpfs")
+    connection.execute("LOAD iceberg")
+    host = endpoint.removeprefix("http://").rstrip("/")
+    connection.execute(f"""CREATE SECRET seaweedfs (TYPE s3, KEY_ID '{TEST_CREDENTIALS["AWS_ACCESS_KEY_ID"]}',
+                           SECRET '{TEST_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]}', REGION 'us-east-1',
+                           ENDPOINT '{host}', URL_STYLE 'path', USE_SSL false)""")
+    expected = table.scan()
+    names = expected.schema.names
+    for scan in (f"iceberg_scan('{table.iceberg_metadata()}')", f"delta_scan('{table.location.rstrip('/')}')"):
+        got = connection.execute(f"SELECT * FROM {scan}").fetch_arrow_table()
+        missing, extra = difference(multiset(expected, names), multiset(got.select(names), names))
+        assert not missing and not extra, f"{scan}: DuckDB lacks {missing} and adds {extra}"
