@@ -38,10 +38,14 @@ def measure(action: Callable[[], object], repeat: int = 3, setup: Callable[[], o
 
 def measure_pair(ours: Callable[[], object], baseline: Callable[[], object],
                  repeat: int = 3) -> tuple[Measurement, Measurement]:
-    """Both sides, alternating run by run, so that warm-up and the machine's drift fall on both."""
-    ours_runs, baseline_runs = [], []
-    for _ in range(repeat):
-        for action, runs in ((ours, ours_runs), (baseline, baseline_runs)):
+    """Both sides, alternating run by run, so that warm-up and the machine's drift fall on both; the
+    side that goes first alternates too (ours first in even rounds), so that neither always runs
+    just after the other (on the data, the plan cache and the garbage the other left)."""
+    ours_runs: list[float] = []
+    baseline_runs: list[float] = []
+    for round_ in range(repeat):
+        sides = ((ours, ours_runs), (baseline, baseline_runs))
+        for action, runs in sides if round_ % 2 == 0 else sides[::-1]:
             started = time.perf_counter()
             action()
             runs.append(time.perf_counter() - started)
