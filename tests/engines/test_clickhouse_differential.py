@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,10 +26,10 @@ import pyarrow as pa
 import pytest
 
 import sleeper_spark as ss
-from tests.delta.test_engine_differential import duckdb_with_delta, filters
+from tests.delta.test_engine_differential import duckdb_with_delta, filters, ids
 from tests.delta.test_publishing_races import storage_options
 from tests.fixtures.catalogs import make_catalog
-from tests.fixtures.iceberg_predicates import Row, multiset
+from tests.fixtures.iceberg_predicates import multiset
 from tests.fixtures.servers import TEST_CREDENTIALS
 from tests.iceberg.test_duckdb_differential import ADDED, random_history
 from tests.iceberg.test_iceberg_differential import SCHEMA, difference, every_operation
@@ -89,10 +88,6 @@ def _clamped(value: Any) -> Any:
         return min(max(naive, dt.datetime.combine(FIRST_DAY, dt.time())),
                    dt.datetime.combine(LAST_DAY, dt.time(23, 59, 59, 999999)))
     return min(max(value, FIRST_DAY), LAST_DAY)
-
-
-def ids(values: list[Any]) -> Counter[Row]:
-    return Counter((i,) for i in values)
 
 
 def check(connection: Any, source: str, expected: pa.Table, rng: random.Random, what: str,
