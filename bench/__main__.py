@@ -39,6 +39,8 @@ BENCHMARKS = [
     ("bench.group_commit", "Group commit: many writers, one table"),
     ("bench.group_commit_sim", "Group commit: contention simulation"),
     ("bench.connect", "Spark Connect: reads and writes against plain Parquet on the same server"),
+    ("bench.curves", "Clustering curves: the files a range opens, Hilbert against Z-order"),
+    ("bench.clustering", "Clustering: selective queries on a clustered table"),
 ]
 
 

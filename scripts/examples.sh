@@ -28,7 +28,9 @@ if [ ! -f "${example}" ]; then
 fi
 
 # Installing is skipped when .venv already has what the examples import (a test setup has it too).
-if ! command -v java >/dev/null 2>&1 || ! "${python}" -c "import moto.server, pyspark" >/dev/null 2>&1; then
+# Found, not imported: importing moto's server and PySpark took a second before every example.
+if ! command -v java >/dev/null 2>&1 || ! "${python}" -c "import importlib.util as u, sys
+sys.exit(0 if all(u.find_spec(m) for m in ('moto', 'flask', 'flask_cors', 'pyspark')) else 1)" >/dev/null 2>&1; then
     bash "${repo_root}/scripts/bootstrap.sh" examples
 fi
 

@@ -1,5 +1,10 @@
 """Compaction: the small files of each partition rewritten into files near a target size.
 
+On a clustered table (``clustering.columns``, see :mod:`sleeper_spark.models.clustering`) a
+compaction clusters instead: the files not yet clustered, with the runs they take in (see
+:mod:`sleeper_spark.maintenance.clustering`), are rewritten per partition in Hilbert order over
+the clustering columns, cut into files near the target size.
+
 Three steps, each usable on its own (tests interleave them with other writers):
 
 1. :func:`plan_compaction` picks the files on the current state (see
@@ -26,10 +31,12 @@ import pyarrow.compute as pc
 
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.maintenance import rewrite
+from sleeper_spark.maintenance.clustering import COMPACT_OPERATION, clustering_metadata, plan_clustering
 from sleeper_spark.maintenance.planning import FileGroup, plan_groups
 from sleeper_spark.maintenance.progress import Progress
 from sleeper_spark.maintenance.replacement import commit_replacement
 from sleeper_spark.models import FileRef, Snapshot
+from sleeper_spark.models.clustering import CURVE, clustering_columns
 from sleeper_spark.source_options import DEFAULT_TARGET_FILE_BYTES
 
 if TYPE_CHECKING:
@@ -45,6 +52,7 @@ class CompactionPlan:
     version: int
     target_file_bytes: int
     groups: tuple[FileGroup, ...]
+    clustering: tuple[str, ...] = ()  # the clustering columns of a clustering compaction
 
     @property
     def removed(self) -> tuple[str, ...]:
@@ -84,6 +92,11 @@ def plan_compaction(table: Table, target_file_bytes: int = DEFAULT_TARGET_FILE_B
             f"not a {type(where).__name__}"
         )
     state = table.state()
+    # A column dropped since (ALTER TABLE refuses that, a racing change may not) no longer clusters.
+    columns = tuple(c for c in clustering_columns(state.properties) if c in state.schema.names)
+    if columns:
+        return CompactionPlan(state.version, target_file_bytes, tuple(plan_clustering(state, columns, where)),
+                              columns)
     groups = plan_groups(state, where, target_file_bytes)
     return CompactionPlan(state.version, target_file_bytes, tuple(groups))
 
@@ -95,6 +108,7 @@ def rewrite_plan(table: Table, plan: CompactionPlan, spark: Any = None, *, execu
     job = rewrite.RewriteJob(
         catalog_options=table.catalog.options(), table_name=table.name, table_root=table.root,
         schema=state.schema, partition_by=state.partition_by, target_file_bytes=plan.target_file_bytes,
+        cluster_by=plan.clustering,
     )
     results = rewrite.run(table.store, job, plan.groups, spark, executor, progress)
     return [f for r in results for f in r.added]
@@ -102,7 +116,8 @@ def rewrite_plan(table: Table, plan: CompactionPlan, spark: Any = None, *, execu
 
 def commit_compaction(table: Table, plan: CompactionPlan, added: list[FileRef]) -> Snapshot:
     """Commits the compaction; on a conflict its files are deleted and the error raised."""
-    snapshot = commit_replacement(table, "compact", plan.removed, added)
+    metadata = clustering_metadata(plan.clustering, CURVE) if plan.clustering else None
+    snapshot = commit_replacement(table, COMPACT_OPERATION, plan.removed, added, metadata)
     log.info("table %s: compacted %d file(s) (%d bytes) into %d at version %d", table.name,
              len(plan.removed), plan.input_bytes, len(added), snapshot.version)
     return snapshot

@@ -20,14 +20,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
+from sleeper_spark.datafiles.curves import sort_by_curve
 from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import ConfigError
 from sleeper_spark.maintenance.planning import FileGroup
 from sleeper_spark.maintenance.progress import Progress, no_progress
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.process_state import REWRITE_STORES
+from sleeper_spark.source_options import DEFAULT_ROW_GROUP_ROWS
 from sleeper_spark.storage import ObjectStore, join_key
 from sleeper_spark.table.reading import read_file
 
@@ -50,6 +53,8 @@ class RewriteJob:
     partition_by: tuple[str, ...]
     target_file_bytes: int
     keep: pc.Expression | None = None  # rows to keep; None keeps every row (compaction)
+    # Clustering compaction: a group's rows are written in Hilbert order over these columns.
+    cluster_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class RewriteResult:
 
 def rewrite_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef]) -> RewriteResult:
     """Reads ``files``, keeps ``job.keep`` rows of each, writes them out; runs anywhere."""
+    if job.cluster_by:
+        return _cluster_group(store, job, files)
     writer = DataFileWriter(store, job.table_root, job.schema, job.partition_by, job.table_name,
                             target_file_bytes=job.target_file_bytes)
     arrow_schema = job.schema.to_arrow()
@@ -82,6 +89,27 @@ def rewrite_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef])
         writer.abort()
         raise
     return RewriteResult(tuple(removed), tuple(added))
+
+
+def _cluster_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef]) -> RewriteResult:
+    """Every row of ``files``, sorted along the curve and cut into files in that order: the curve
+    order needs all of the group's rows at once, so a group is held in memory whole."""
+    arrow_schema = job.schema.to_arrow()
+    data = pa.concat_tables([read_file(store, job.table_root, f, arrow_schema, None, None) for f in files])
+    # A file is cut after the row group that reaches the target: row groups of about a file's
+    # rows (estimated from the input's bytes per row) keep small targets from making one big file.
+    bytes_per_row = max(1.0, sum(f.size_bytes for f in files) / max(1, sum(f.row_count for f in files)))
+    rows_per_file = max(1, int(job.target_file_bytes / bytes_per_row))
+    writer = DataFileWriter(store, job.table_root, job.schema, job.partition_by, job.table_name,
+                            target_file_bytes=job.target_file_bytes,
+                            row_group_rows=min(DEFAULT_ROW_GROUP_ROWS, rows_per_file))
+    try:
+        writer.write(sort_by_curve(data, job.cluster_by))
+        added = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return RewriteResult(tuple(f.path for f in files), tuple(added))
 
 
 def run(store: ObjectStore, job: RewriteJob, groups: Sequence[FileGroup], spark: Any,

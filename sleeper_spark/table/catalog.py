@@ -30,6 +30,7 @@ from sleeper_spark.models import CreateTable, Namespace, Snapshot, TableSchema
 from sleeper_spark.table.catalog_storage import open_backend
 from sleeper_spark.table.names import check_table_name
 from sleeper_spark.table.namespaces import CatalogNamespaces
+from sleeper_spark.table.schema_changes import clustering_properties
 from sleeper_spark.table.table import Table
 from sleeper_spark.table.writes import check_partial_overwrite, check_write_args
 
@@ -92,16 +93,19 @@ class Catalog:
     # -- tables --------------------------------------------------------------------------
 
     def create_table(self, name: str, schema: Any, partition_by: Sequence[str] = (),
-                     properties: Mapping[str, str] | None = None, event_time_column: str | None = None) -> Table:
-        """Creates a table (transaction 1); :class:`TableAlreadyExistsError` if the name is taken."""
+                     properties: Mapping[str, str] | None = None, event_time_column: str | None = None,
+                     cluster_by: Sequence[str] = ()) -> Table:
+        """Creates a table (transaction 1); :class:`TableAlreadyExistsError` if the name is taken.
+        ``cluster_by``: the clustering columns its compactions lay rows out by (``t.set_clustering``)."""
         check_table_name(name)
         table_schema = TableSchema.from_any(schema)
         partition_by = _check_layout(table_schema, tuple(partition_by), event_time_column)
+        properties = clustering_properties(name, table_schema, partition_by, properties or {}, cluster_by)
         entry = TableEntry(name=name, table_id=uuid.uuid4().hex, root=name, created_at=utc_now())
         self.backend.registry.register(entry)
         create = CreateTable(snapshot_id=uuid.uuid4().hex, committed_at=entry.created_at, operation="create",
                              write_id=uuid.uuid4().hex, table_id=entry.table_id, name=name, schema_=table_schema,
-                             partition_by=partition_by, properties=dict(properties or {}),
+                             partition_by=partition_by, properties=properties,
                              event_time_column=event_time_column)
         table = self._open(entry)
         try:

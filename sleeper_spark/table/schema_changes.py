@@ -1,5 +1,5 @@
 """Changing a table's schema and properties: ``t.add_columns``, ``t.widen_column``,
-``t.drop_column``, ``t.set_properties``.
+``t.drop_column``, ``t.set_properties``, ``t.set_clustering``.
 
 A change is one ``SetSchema`` transaction, committed with the same conditional put as a write,
 and a snapshot of its own in the history (operation ``"schema"``, no rows; its metadata says
@@ -11,9 +11,10 @@ change is kept (or, if the two cannot both hold, this one fails with ``SchemaMis
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ import pyarrow as pa
 from sleeper_spark.commit import utc_now
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import Field, SetProperties, SetSchema, Snapshot, TableSchema, Transaction
+from sleeper_spark.models.clustering import CLUSTERING_COLUMNS, check_clustering, clustering_columns, clustering_value
 from sleeper_spark.models.schema import describe, same_type
 from sleeper_spark.state import TableState
 from sleeper_spark.table.writes import new_write_id
@@ -70,6 +72,10 @@ def widen_column(table: Table, name: str, new_type: Any) -> Snapshot:
 def drop_column(table: Table, name: str) -> Snapshot:
     """Removes column ``name`` from the schema; its data stays in the old files, and the name is retired."""
 
+    if name in clustering_columns(table.state().properties):
+        raise SchemaMismatchError(f"table {table.name!r}: {name!r} is a clustering column; change the clustering "
+                                  "first (t.set_clustering([...]) or ALTER TABLE ... CLUSTER BY), then drop it")
+
     def change(schema: TableSchema) -> TableSchema:
         _require(table, schema, name)
         if len(schema.fields) == 1:
@@ -85,6 +91,10 @@ def set_properties(table: Table, set: dict[str, str], unset: tuple[str, ...] = (
     if reserved:
         raise SchemaMismatchError(f"table {table.name!r}: {reserved[0]!r} is not a property that can be set; it "
                                   "follows from the table itself")
+    if CLUSTERING_COLUMNS in set:
+        state = table.state()
+        check_clustering(table.name, state.schema, state.partition_by,
+                         clustering_text_columns(table.name, set[CLUSTERING_COLUMNS]))
     snapshot_id, write_id = uuid.uuid4().hex, new_write_id()
     metadata = {key: "set" for key in set} | {key: "unset" for key in unset}
 
@@ -95,6 +105,41 @@ def set_properties(table: Table, set: dict[str, str], unset: tuple[str, ...] = (
     snapshot = table.head.commit(build).snapshot
     log.info("table %s: properties changed (%s) at version %d", table.name, metadata, snapshot.version)
     return snapshot
+
+
+def set_clustering(table: Table, columns: Sequence[str] | None) -> Snapshot:
+    """Clusters the table by ``columns`` from its next compaction on (empty or None: unclustered)."""
+    state = table.state()
+    chosen = check_clustering(table.name, state.schema, state.partition_by, () if columns is None else columns)
+    if chosen:
+        return set_properties(table, {CLUSTERING_COLUMNS: clustering_value(chosen)})
+    return set_properties(table, {}, (CLUSTERING_COLUMNS,))
+
+
+def clustering_text_columns(table: str, text: str) -> list[str]:
+    """The column names a ``clustering.columns`` value lists; a clear error for anything else."""
+    try:
+        columns = json.loads(text)
+    except ValueError:
+        columns = None
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise SchemaMismatchError(f"table {table!r}: {CLUSTERING_COLUMNS} holds a JSON list of column names, e.g. "
+                                  f'["a","b"], not {text!r}; t.set_clustering(["a", "b"]) sets it')
+    return columns
+
+
+def clustering_properties(table: str, schema: TableSchema, partition_by: Sequence[str],
+                          properties: Mapping[str, str], cluster_by: Sequence[str]) -> dict[str, str]:
+    """A new table's properties with its clustering columns, both checked against its schema."""
+    chosen = dict(properties)
+    if CLUSTERING_COLUMNS in chosen:
+        check_clustering(table, schema, partition_by, clustering_text_columns(table, chosen[CLUSTERING_COLUMNS]))
+    if cluster_by:
+        if CLUSTERING_COLUMNS in chosen:
+            raise SchemaMismatchError(f"table {table!r}: clustering columns given twice (cluster_by and the "
+                                      f"{CLUSTERING_COLUMNS} property): give cluster_by only")
+        chosen[CLUSTERING_COLUMNS] = clustering_value(check_clustering(table, schema, partition_by, cluster_by))
+    return chosen
 
 
 def _commit(table: Table, change: Callable[[TableSchema], TableSchema], metadata: dict[str, str]) -> Snapshot:

@@ -320,6 +320,11 @@ class Table:
         ``t.state().properties`` holds them."""
         return schema_changes.set_properties(self, dict(set or {}), tuple(unset))
 
+    def set_clustering(self, columns: Sequence[str] | None) -> Snapshot:
+        """Clusters the table by ``columns`` (up to four) from its next compaction on; ``[]`` or None
+        unclusters it. One snapshot, operation ``"properties"``; no file is rewritten."""
+        return schema_changes.set_clustering(self, columns)
+
     # -- maintenance ---------------------------------------------------------------------
 
     def record_lost_transaction(self, number: int, reason: str = "damaged log entry") -> Snapshot:

@@ -1,4 +1,5 @@
-"""A table definition from Spark's ``CREATE TABLE`` (``{table, schema, partitionColumns, properties}``),
+"""A table definition from Spark's ``CREATE TABLE`` (``{table, schema, partitionColumns, properties}``, and
+``clusterColumns`` for ``CLUSTER BY``),
 checked and created; shared by the catalog's ``create`` and by ``CREATE OR REPLACE``."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def create_table(catalog: Catalog, definition: Mapping[str, Any]) -> Table:
     schema = StructType.fromJson(json.loads(definition["schema"]))
     properties = checked_properties(definition)
     return catalog.create_table(definition["table"], schema, partition_by=tuple(definition["partitionColumns"]),
-                                properties=properties)
+                                properties=properties, cluster_by=tuple(definition.get("clusterColumns", ())))
 
 
 def checked_properties(definition: Mapping[str, Any]) -> dict[str, str]:

@@ -53,6 +53,7 @@ from sleeper_spark.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from sleeper_spark.models.clustering import check_clustering
 from sleeper_spark.spark.changes import describe_changelog
 from sleeper_spark.spark.common.conversions import spark_schema
 from sleeper_spark.spark.common.jvm import native_entry
@@ -220,16 +221,23 @@ def _alter(request: _Request) -> dict[str, Any]:
     unset = tuple(c["key"] for c in changes if c["kind"] == "removeProperty")
     if set_ or unset:
         table.set_properties(set_, unset)
+    for change in changes:
+        if change["kind"] == "clusterBy":  # ALTER TABLE ... CLUSTER BY (a, b) / CLUSTER BY NONE
+            table.set_clustering(list(change["columns"]))
     return _described(request.spark, table, None, pinned=False)
 
 
 def _check_change(table: Table, change: Mapping[str, Any]) -> None:
     """Refuses, before anything is committed, a change a sleeper table cannot make, saying what to do."""
     kind = change["kind"]
-    if kind not in ("addColumn", "widenColumn", "dropColumn", "setProperty", "removeProperty"):
+    if kind not in ("addColumn", "widenColumn", "dropColumn", "setProperty", "removeProperty", "clusterBy"):
         raise ConfigError(f"table {table.name!r}: ALTER TABLE ... {kind} is not supported for sleeper tables; they "
-                          "take ADD COLUMNS, ALTER COLUMN ... TYPE (a widening), DROP COLUMN and SET/UNSET "
-                          "TBLPROPERTIES; nothing was changed")
+                          "take ADD COLUMNS, ALTER COLUMN ... TYPE (a widening), DROP COLUMN, SET/UNSET "
+                          "TBLPROPERTIES and CLUSTER BY; nothing was changed")
+    if kind == "clusterBy":
+        state = table.state()
+        check_clustering(table.name, state.schema, state.partition_by, list(change["columns"]))
+        return
     if change.get("nested"):
         raise ConfigError(f"table {table.name!r}: {change['name']!r} is a nested field; sleeper tables change "
                           "top-level columns only; nothing was changed")

@@ -28,6 +28,7 @@ from typing import Any
 
 from sleeper_spark.errors import ConfigError, TableAlreadyExistsError, TableNotFoundError
 from sleeper_spark.models import TableSchema
+from sleeper_spark.models.clustering import CLUSTERING_COLUMNS, clustering_value
 from sleeper_spark.models.schema_evolution import DROPPED_COLUMNS, dropped_columns
 from sleeper_spark.spark.sql.definitions import checked_properties, create_table
 from sleeper_spark.table import Catalog, Table
@@ -51,6 +52,8 @@ def prepare(catalog: Catalog, definition: Mapping[str, Any]) -> Prepared:
     name = str(definition["table"])
     kind = str(definition["kind"])
     properties = {k: v for k, v in checked_properties(definition).items() if k not in _NOT_PROPERTIES}
+    if definition.get("clusterColumns"):  # CLUSTER BY: the replaced table clusters by these from now on
+        properties[CLUSTERING_COLUMNS] = clustering_value(list(definition["clusterColumns"]))
     try:
         existing: Table | None = catalog.table(name)
     except TableNotFoundError:

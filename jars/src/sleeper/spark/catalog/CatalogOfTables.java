@@ -208,6 +208,11 @@ public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces,
         definition.put("table", table);
         definition.put("schema", CatalogV2Util.v2ColumnsToStructType(info.columns()).json());
         definition.set("partitionColumns", JSON.valueToTree(partitionColumns(info.partitions())));
+        for (Transform transform : info.partitions()) {
+            if (SleeperTable.isClusterBy(transform)) { // CLUSTER BY (a, b), df.writeTo(...).clusterBy(...)
+                definition.set("clusterColumns", JSON.valueToTree(SleeperTable.clusterByColumns(transform)));
+            }
+        }
         definition.set("properties", JSON.valueToTree(info.properties()));
         return definition;
     }
@@ -388,15 +393,19 @@ public class CatalogOfTables implements StagingTableCatalog, SupportsNamespaces,
     }
 
     private static String[] partitionColumns(Transform[] partitions) {
-        String[] columns = new String[partitions.length];
-        for (int i = 0; i < partitions.length; i++) {
-            if (!(partitions[i] instanceof IdentityTransform identity)) {
-                throw new UnsupportedOperationException("a sleeper table is partitioned by the values of columns "
-                        + "(PARTITIONED BY (day, region)), not by " + partitions[i].describe());
+        List<String> columns = new ArrayList<>();
+        for (Transform partition : partitions) {
+            if (SleeperTable.isClusterBy(partition)) {
+                continue; // clustering columns, not partitions: see definition()
             }
-            columns[i] = String.join(".", identity.ref().fieldNames());
+            if (!(partition instanceof IdentityTransform identity)) {
+                throw new UnsupportedOperationException("a sleeper table is partitioned by the values of columns "
+                        + "(PARTITIONED BY (day, region)) and clustered by others (CLUSTER BY (a, b)), not by "
+                        + partition.describe());
+            }
+            columns.add(String.join(".", identity.ref().fieldNames()));
         }
-        return columns;
+        return columns.toArray(new String[0]);
     }
 
     /** The procedures of the namespace {@code system}: {@code CALL lake.system.compact(table => 'db.t')}. */

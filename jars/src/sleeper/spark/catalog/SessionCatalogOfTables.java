@@ -1,6 +1,8 @@
 package sleeper.spark.catalog;
 
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -253,10 +255,25 @@ public class SessionCatalogOfTables extends DelegatingCatalogExtension implement
     public StagedTable stageCreateOrReplace(Identifier ident, TableInfo info) throws NoSuchNamespaceException {
         checkStagedProvider(ident, info);
         entries.checkReplaceable(ident);
-        if (info.partitions().length == 0 && tables.tableExists(ident)) {
+        boolean namesPartitions = false;
+        boolean namesClustering = false;
+        for (Transform transform : info.partitions()) {
+            namesClustering |= SleeperTable.isClusterBy(transform);
+            namesPartitions |= !SleeperTable.isClusterBy(transform);
+        }
+        if (!namesPartitions && tables.tableExists(ident)) {
             try {
-                Transform[] kept = tables.loadTable(ident).partitioning();
-                info = new TableInfo.Builder().withColumns(info.columns()).withPartitions(kept)
+                // The table's partitions, and its clustering unless the statement names one (CLUSTER BY).
+                List<Transform> kept = new ArrayList<>();
+                for (Transform transform : tables.loadTable(ident).partitioning()) {
+                    if (!(namesClustering && SleeperTable.isClusterBy(transform))) {
+                        kept.add(transform);
+                    }
+                }
+                for (Transform transform : info.partitions()) {
+                    kept.add(transform); // the statement's CLUSTER BY, if any
+                }
+                info = new TableInfo.Builder().withColumns(info.columns()).withPartitions(kept.toArray(new Transform[0]))
                         .withProperties(info.properties()).build();
             } catch (NoSuchTableException dropped) {
                 // dropped meanwhile: made anew as stated

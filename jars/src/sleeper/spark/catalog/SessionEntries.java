@@ -16,6 +16,7 @@ import org.apache.spark.sql.connector.catalog.CatalogV2Util;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
@@ -92,7 +93,7 @@ final class SessionEntries {
         properties.put(TableCatalog.PROP_EXTERNAL, "true"); // the metastore never deletes a sleeper table's files
         try {
             session.delegateCreate(ident, CatalogV2Util.structTypeToV2Columns(entrySchema(table), false),
-                    table.partitioning(), properties);
+                    partitionsOnly(table.partitioning()), properties);
         } catch (TableAlreadyExistsException exists) {
             undo(undo);
             throw exists;
@@ -104,6 +105,20 @@ final class SessionEntries {
                     + "again") + ". Check that the metastore is reachable (spark.sql.catalogImplementation, "
                     + "hive.metastore.uris) and run the statement again", failed);
         }
+    }
+
+    /**
+     * The partition transforms alone: the entry records where files are, not how the table clusters, which
+     * changes with ALTER TABLE ... CLUSTER BY (the table itself answers that on every load).
+     */
+    private static Transform[] partitionsOnly(Transform[] transforms) {
+        List<Transform> partitions = new ArrayList<>();
+        for (Transform transform : transforms) {
+            if (!SleeperTable.isClusterBy(transform)) {
+                partitions.add(transform);
+            }
+        }
+        return partitions.toArray(new Transform[0]);
     }
 
     private static void undo(Runnable undo) {

@@ -1,11 +1,15 @@
 package sleeper.spark.catalog;
 
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.SparkSession;
@@ -16,7 +20,9 @@ import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.expressions.ClusterByTransform;
 import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -41,6 +47,9 @@ import sleeper.spark.bridge.DriverSide;
  * {@code format("sleeper")}. A table loaded at a version ({@code VERSION AS OF}) is read only.
  */
 final class SleeperTable implements SupportsRead, SupportsWrite {
+    private static final String CLUSTER_BY = "cluster_by";
+    private static final String CLUSTERING_PROPERTY = "clustering.columns";
+    private static final ObjectMapper JSON = new ObjectMapper();
     private static final Set<TableCapability> READ_ONLY = EnumSet.of(TableCapability.BATCH_READ);
     private static final Set<TableCapability> READ_WRITE = EnumSet.of(TableCapability.BATCH_READ,
             TableCapability.V1_BATCH_WRITE, TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
@@ -113,13 +122,55 @@ final class SleeperTable implements SupportsRead, SupportsWrite {
         return CatalogV2Util.structTypeToV2Columns(schema, false);
     }
 
+    /**
+     * The partition columns, then the clustering columns as Spark's {@code CLUSTER BY} transform (what
+     * {@code DESCRIBE TABLE EXTENDED} shows under {@code # Clustering Information}).
+     */
     @Override
     public Transform[] partitioning() {
-        Transform[] transforms = new Transform[partitionColumns.length];
-        for (int i = 0; i < transforms.length; i++) {
+        String[] clustering = clusteringColumns(properties);
+        Transform[] transforms = new Transform[partitionColumns.length + (clustering.length > 0 ? 1 : 0)];
+        for (int i = 0; i < partitionColumns.length; i++) {
             transforms[i] = Expressions.identity(partitionColumns[i]);
         }
+        if (clustering.length > 0) {
+            List<NamedReference> columns = new ArrayList<>();
+            for (String column : clustering) {
+                columns.add(Expressions.column(column));
+            }
+            transforms[partitionColumns.length] = new ClusterByTransform(
+                    CollectionConverters.asScala(columns).toList());
+        }
         return transforms;
+    }
+
+    /** Whether a transform is {@code CLUSTER BY}'s, which names clustering columns rather than partitions. */
+    static boolean isClusterBy(Transform transform) {
+        return CLUSTER_BY.equals(transform.name());
+    }
+
+    /** The names of a {@code CLUSTER BY} transform's columns. */
+    static String[] clusterByColumns(Transform transform) {
+        NamedReference[] references = transform.references();
+        String[] columns = new String[references.length];
+        for (int i = 0; i < columns.length; i++) {
+            columns[i] = String.join(".", references[i].fieldNames());
+        }
+        return columns;
+    }
+
+    /** The clustering columns of the table's {@code clustering.columns} property (a JSON list); none if unset. */
+    static String[] clusteringColumns(Map<String, String> properties) {
+        String text = properties.get(CLUSTERING_PROPERTY);
+        if (text == null || text.isEmpty()) {
+            return new String[0];
+        }
+        try {
+            JsonNode list = JSON.readTree(text);
+            return list.isArray() ? DriverSide.strings(list) : new String[0];
+        } catch (JsonProcessingException unreadable) {
+            return new String[0]; // not written by sleeper: the Python side treats it as unclustered too
+        }
     }
 
     @Override

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.expressions.NamedReference;
 
 /**
  * {@code ALTER TABLE}'s changes as the Python side takes them: one JSON object each, with a
@@ -37,6 +38,12 @@ final class TableChanges {
             } else if (change instanceof TableChange.RemoveProperty remove) {
                 node.put("kind", "removeProperty");
                 node.put("key", remove.property());
+            } else if (change instanceof TableChange.ClusterBy clusterBy) { // CLUSTER BY (...) / CLUSTER BY NONE
+                node.put("kind", "clusterBy");
+                ArrayNode columns = node.putArray("columns");
+                for (NamedReference column : clusterBy.clusteringColumns()) {
+                    columns.add(String.join(".", column.fieldNames()));
+                }
             } else {
                 node.put("kind", change.getClass().getSimpleName());
             }
