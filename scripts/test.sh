@@ -27,9 +27,10 @@ if [[ -f "${class_archive}" ]]; then
 fi
 # Three worker processes on two cores: much of the suite waits on servers, subprocesses and
 # Spark, and the other workers run meanwhile. Each worker starts the servers and the SparkSession
-# it needs. Tests go out in small batches as workers free up (--dist load), so heavy modules
-# spread over the run; worksteal, which hands each worker a third of the suite in order, ran the
-# heavy Spark modules at the same time (19.4 minutes where load took 16.7). With the class archive,
-# clean runs on an otherwise idle 2-core machine took 15.4 and 18.1 minutes of pytest.
+# it needs. A worker takes one test module at a time as it frees up (--dist loadfile), in the
+# order conftest.py puts them: the modules that start Spark applications and servers of their own
+# first, so that the run ends on short modules instead of one long one running alone (the last
+# minute and a half of a run handing out small batches in path order, --dist load, kept the
+# machine half idle), and a module's fixtures are never set up on two workers.
 # --durations=30 lists the slowest tests at the end, so a test that grows slow shows.
-exec .venv/bin/python -m pytest -n 3 --durations=30 "$@"
+exec .venv/bin/python -m pytest -n 3 --dist loadfile --no-loadscopereorder --durations=30 "$@"

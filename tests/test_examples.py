@@ -23,6 +23,9 @@ SCRIPT = REPO / "scripts" / "examples.sh"
 VENV_BIN = REPO / ".venv" / "bin"
 
 pytestmark = pytest.mark.skipif(not (VENV_BIN / "python").exists(), reason="scripts/examples.sh runs .venv")
+# The Spark examples without Spark's web UI, as tests/fixtures/spark.py runs every Spark job a
+# test starts: it serves nobody here and costs each a second of CPU. Nothing else changes.
+NO_UI = "--conf spark.ui.enabled=false pyspark-shell"
 
 
 def fresh_shell() -> dict[str, str]:
@@ -36,7 +39,7 @@ def fresh_shell() -> dict[str, str]:
 
 def run_example(name: str, *args: str, timeout: int = 300) -> str:
     done = subprocess.run(["bash", str(SCRIPT), name, *args], capture_output=True, text=True, timeout=timeout,
-                          env=fresh_shell(), cwd=REPO)
+                          env=fresh_shell() | {"PYSPARK_SUBMIT_ARGS": NO_UI}, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

@@ -23,6 +23,7 @@ from sleeper_spark.spark.changes import DRIVER_BYTES_CONF
 from sleeper_spark.table.changes import plan_changes
 from tests.fixtures.spark import catalog_factory_over
 from tests.fixtures.sql_catalog import lake
+from tests.reliability.budget import LONG_RUN
 
 pytestmark = pytest.mark.spark
 
@@ -30,7 +31,8 @@ pytestmark = pytest.mark.spark
 catalog_factory = catalog_factory_over(["local"])
 __all__ = ["catalog_factory", "lake"]
 
-STEPS = int(os.environ.get("SLEEPER_DIFFERENTIAL_CHANGES", "10"))
+# Six steps by default, ten in a long run (SLEEPER_LONG_RUN=1); SLEEPER_DIFFERENTIAL_CHANGES=N runs N.
+STEPS = int(os.environ.get("SLEEPER_DIFFERENTIAL_CHANGES", "10" if LONG_RUN else "6"))
 SEED = int(os.environ.get("SLEEPER_DIFFERENTIAL_SEED", "0"))
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("value", pa.float64()), ("note", pa.string())])
 DDL = "id long, part string, value double, note string"

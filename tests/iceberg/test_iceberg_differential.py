@@ -5,7 +5,7 @@ older snapshot of the newest metadata, to exactly the rows of ``t.scan(version=v
 scans over random tables return exactly the rows the same filter selects from all rows: a
 published bound that is too narrow makes pyiceberg skip a file holding rows that match. The
 filters leave out what pyarrow's own Parquet reading gets wrong on any file (test_pyarrow_pruning_loses_float_rows).
-``SLEEPER_DIFFERENTIAL_ICEBERG=N`` runs N random tables (default 2, 6 with ``SLEEPER_LONG_RUN=1``);
+``SLEEPER_DIFFERENTIAL_ICEBERG=N`` runs N random tables (default 1, 6 with ``SLEEPER_LONG_RUN=1``);
 ``SLEEPER_DIFFERENTIAL_SEED=K`` shifts the seeds, for another random run.
 """
 
@@ -43,7 +43,7 @@ from tests.fixtures.iceberg_predicates import (
 from tests.fixtures.servers import TEST_CREDENTIALS
 from tests.reliability.budget import LONG_RUN
 
-TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ICEBERG", "6" if LONG_RUN else "2"))
+TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ICEBERG", "6" if LONG_RUN else "1"))
 SEED = int(os.environ.get("SLEEPER_DIFFERENTIAL_SEED", "0"))
 PREDICATES = 60
 UTC = dt.timezone.utc

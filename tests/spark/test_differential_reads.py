@@ -14,7 +14,9 @@ data source (``format("sleeper")`` in a session switched off the jar) and by the
   Spark's own answer over the raw rows (an in-memory DataFrame: no file, no statistic, no pruning);
 - ``t.scan(filter=...)`` against pyarrow's answer over the raw rows;
 - ``t.delete_where`` followed by a scan, and by the no-jar read (the rewritten files stay on disk
-  beside their replacements), against the raw rows less pyarrow's matches.
+  beside their replacements), against the raw rows less pyarrow's matches;
+- then the table clustered by two random columns and compacted into small files (rows in Hilbert
+  order), and a few more filters through every path against the rows that remain.
 
 ``verify(deep=True)`` must find every file's statistics true to its rows.
 
@@ -52,6 +54,7 @@ TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_TABLES", "4" if LONG_RUN else 
 FIRST_SEED = int(os.environ.get("SLEEPER_DIFFERENTIAL_SEED", "1"))
 ROWS = 900
 FILTERS_PER_TABLE = 14 if LONG_RUN else 10
+CLUSTERED_FILTERS = 6 if LONG_RUN else 3
 # parquet-mr's writer: row groups of a few dozen rows, pages of a few, checked every 5 rows.
 TINY_PARQUET = {"parquet.block.size": "2048", "parquet.page.size": "256", "parquet.page.row.count.limit": "16",
                 "parquet.block.size.row.check.min": "5", "parquet.block.size.row.check.max": "5",
@@ -161,6 +164,26 @@ def test_every_read_path_returns_the_rows_the_filter_selects(spark: SparkSession
             remaining = remaining.filter(pa.array([i not in matched for i in remaining.column("id").to_pylist()]))
             assert arrow_ids(handle.scan()) == arrow_ids(remaining), f"seed {seed}, delete_where {where}"
             assert spark_ids(no_jar_read(spark, handle)) == arrow_ids(remaining), f"seed {seed}, no-jar read"
+
+        # And once clustered by two random columns and compacted into small files, every path still
+        # reads exactly what the filter selects from the rows that remain
+        columns = clusterable_columns(handle)
+        handle.set_clustering(rng.sample(columns, min(2, len(columns))))
+        assert handle.compact(spark, target_file_bytes=4096) is not None, f"seed {seed}: nothing clustered"
+        assert handle.verify(deep=True).ok, f"seed {seed}: {handle.verify(deep=True).problems}"
+        truth = spark.createDataFrame(remaining)
+        for _ in range(CLUSTERED_FILTERS):
+            where = random_filter(rng, table)
+            check_spark_paths(spark, catalog, name, truth, where, seed)
+            scanned = arrow_ids(handle.scan(filter=where.arrow()))
+            assert scanned == arrow_ids(remaining.filter(where.arrow())), f"seed {seed}, clustered scan, {where}"
+
+
+def clusterable_columns(table: ss.Table) -> list[str]:
+    """The columns a table can cluster by: not a partition column, and of a type with an order."""
+    state = table.state()
+    return [f.name for f in state.schema.fields
+            if f.name not in state.partition_by and f.type.name not in ("list", "struct", "map")]
 
 
 # -- cases the random search (or users) found once, kept for good ------------------------------
