@@ -33,4 +33,4 @@ fi
 # minute and a half of a run handing out small batches in path order, --dist load, kept the
 # machine half idle), and a module's fixtures are never set up on two workers.
 # --durations=30 lists the slowest tests at the end, so a test that grows slow shows.
-exec .venv/bin/python -m pytest -n 3 --dist loadfile --no-loadscopereorder --durations=30 "$@"
+exec .venv/bin/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=30 "$@"

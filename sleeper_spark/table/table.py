@@ -342,7 +342,8 @@ class Table:
         return self.head.create_state_snapshot()
 
     def compact(self, spark: Any = None, target_file_bytes: int = 128 * 2**20, where: Any = None) -> Snapshot | None:
-        """Rewrites small files of each partition into files near ``target_file_bytes``."""
+        """Rewrites small files of each partition into files near ``target_file_bytes``; on a clustered
+        table (:meth:`set_clustering`), lays out the files not yet clustered along the clustering curve."""
         return maintenance_jobs().compact(self, spark, target_file_bytes, where)
 
     def delete_where(self, spark: Any, predicate: Any) -> Snapshot:

@@ -23,7 +23,7 @@ from tests.fixtures.spark import (
     referenced_files,
     spark,
 )
-from tests.fixtures.sql_catalog import lake
+from tests.fixtures.sql_catalog import db, lake, session_catalog
 
 
 @pytest.fixture(params=["native", "python"])
@@ -40,8 +40,8 @@ def io_path(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str
         spark.conf.unset(NATIVE_CONF)
 
 
-__all__ = ["CATALOG_BACKENDS", "CatalogFactory", "catalog", "catalog_factory", "data_files", "io_path", "lake",
-           "make_catalog", "quiet_log4j2", "referenced_files", "spark"]
+__all__ = ["CATALOG_BACKENDS", "CatalogFactory", "catalog", "catalog_factory", "data_files", "db", "io_path", "lake",
+           "make_catalog", "quiet_log4j2", "referenced_files", "session_catalog", "spark"]
 
 
 @pytest.fixture

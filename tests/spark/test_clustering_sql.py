@@ -7,16 +7,12 @@ The clustering columns Spark is told are the table property the Python API keeps
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
-from sleeper_spark.spark.common.jvm import catalog_conf
-from tests.fixtures.sql_catalog import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -108,22 +104,11 @@ def test_alter_cluster_by_a_column_that_cannot_cluster_changes_nothing(
     assert clustering(lake, "db.k") == ["a"] and lake.table("db.k").state().version == version
 
 
-@pytest.fixture
-def session_db(spark: SparkSession, catalog: ss.Catalog) -> Iterator[str]:
-    with session_conf(spark, catalog_conf("spark_catalog", catalog)):
-        name = f"db_{uuid.uuid4().hex[:8]}"
-        spark.sql(f"CREATE DATABASE {name}")
-        try:
-            yield name
-        finally:
-            spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
-
-
 def test_the_session_catalog_takes_cluster_by_on_unqualified_names(
-        spark: SparkSession, catalog: ss.Catalog, session_db: str) -> None:
-    spark.sql(f"CREATE TABLE {session_db}.k (id BIGINT, a BIGINT, day STRING) USING sleeper CLUSTER BY (a)")
-    assert clustering(catalog, f"{session_db}.k") == ["a"]
-    assert clustering_information(spark, f"{session_db}.k") == ["a"]
-    spark.sql(f"ALTER TABLE {session_db}.k CLUSTER BY (id, a)")
-    assert clustering(catalog, f"{session_db}.k") == ["id", "a"]
-    assert clustering_information(spark, f"{session_db}.k") == ["id", "a"]
+        spark: SparkSession, session_catalog: ss.Catalog, db: str) -> None:
+    spark.sql(f"CREATE TABLE {db}.k (id BIGINT, a BIGINT, day STRING) USING sleeper CLUSTER BY (a)")
+    assert clustering(session_catalog, f"{db}.k") == ["a"]
+    assert clustering_information(spark, f"{db}.k") == ["a"]
+    spark.sql(f"ALTER TABLE {db}.k CLUSTER BY (id, a)")
+    assert clustering(session_catalog, f"{db}.k") == ["id", "a"]
+    assert clustering_information(spark, f"{db}.k") == ["id", "a"]

@@ -10,7 +10,6 @@ table and with the rows written.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +18,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import sleeper_spark as ss
-from sleeper_spark.spark.common.jvm import catalog_conf
-from tests.fixtures.sql_catalog import RecordingBuilder, session_conf
+from tests.fixtures.sql_catalog import RecordingBuilder
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def session_catalog(spark: SparkSession, catalog: ss.Catalog) -> Iterator[ss.Catalog]:
-    """``catalog`` in Spark's session catalog of the shared session, with a database of the test's own."""
-    with session_conf(spark, catalog_conf("spark_catalog", catalog)):
-        yield catalog
-
-
-@pytest.fixture
-def db(spark: SparkSession, session_catalog: ss.Catalog) -> Iterator[str]:
-    name = f"db_{uuid.uuid4().hex[:8]}"
-    spark.sql(f"CREATE DATABASE {name}")
-    try:
-        yield name
-    finally:
-        spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
 
 
 def rows(frame: DataFrame) -> list[tuple[object, ...]]:
