@@ -29,6 +29,7 @@ from sleeper_spark.errors import ConfigError
 from sleeper_spark.maintenance.planning import FileGroup
 from sleeper_spark.maintenance.progress import Progress, no_progress
 from sleeper_spark.models import FileRef, TableSchema
+from sleeper_spark.models.clustering import CURVE
 from sleeper_spark.process_state import REWRITE_STORES
 from sleeper_spark.source_options import DEFAULT_ROW_GROUP_ROWS
 from sleeper_spark.storage import ObjectStore, join_key
@@ -104,7 +105,7 @@ def _cluster_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef]
                             target_file_bytes=job.target_file_bytes,
                             row_group_rows=min(DEFAULT_ROW_GROUP_ROWS, rows_per_file))
     try:
-        writer.write(sort_by_curve(data, job.cluster_by))
+        writer.write(sort_by_curve(data, job.cluster_by, CURVE))
         added = writer.close()
     except BaseException:
         writer.abort()

@@ -29,16 +29,20 @@ MAX_CLUSTERING_COLUMNS = 4
 
 
 def clustering_columns(properties: Mapping[str, str]) -> tuple[str, ...]:
-    """The clustering columns the properties name; empty for an unclustered table."""
+    """The clustering columns the properties name; empty for an unclustered table, and for a value
+    this library did not write (treated as unclustered rather than failing reads)."""
     text = properties.get(CLUSTERING_COLUMNS)
-    if not text:
-        return ()
+    return (parse_clustering(text) or ()) if text else ()
+
+
+def parse_clustering(text: str) -> tuple[str, ...] | None:
+    """The column names a ``clustering.columns`` value lists, or None if it is not a JSON list of names."""
     try:
         columns = json.loads(text)
     except ValueError:
-        return ()  # not written by this library: treated as unclustered rather than failing reads
+        return None
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-        return ()
+        return None
     return tuple(columns)
 
 

@@ -11,7 +11,6 @@ change is kept (or, if the two cannot both hold, this one fails with ``SchemaMis
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +21,13 @@ import pyarrow as pa
 from sleeper_spark.commit import utc_now
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import Field, SetProperties, SetSchema, Snapshot, TableSchema, Transaction
-from sleeper_spark.models.clustering import CLUSTERING_COLUMNS, check_clustering, clustering_columns, clustering_value
+from sleeper_spark.models.clustering import (
+    CLUSTERING_COLUMNS,
+    check_clustering,
+    clustering_columns,
+    clustering_value,
+    parse_clustering,
+)
 from sleeper_spark.models.schema import describe, same_type
 from sleeper_spark.state import TableState
 from sleeper_spark.table.writes import new_write_id
@@ -118,14 +123,11 @@ def set_clustering(table: Table, columns: Sequence[str] | None) -> Snapshot:
 
 def clustering_text_columns(table: str, text: str) -> list[str]:
     """The column names a ``clustering.columns`` value lists; a clear error for anything else."""
-    try:
-        columns = json.loads(text)
-    except ValueError:
-        columns = None
-    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+    columns = parse_clustering(text)
+    if columns is None:
         raise SchemaMismatchError(f"table {table!r}: {CLUSTERING_COLUMNS} holds a JSON list of column names, e.g. "
                                   f'["a","b"], not {text!r}; t.set_clustering(["a", "b"]) sets it')
-    return columns
+    return list(columns)
 
 
 def clustering_properties(table: str, schema: TableSchema, partition_by: Sequence[str],
