@@ -22,7 +22,7 @@ from tests.fixtures import process_groups
 REPO = Path(__file__).resolve().parents[1]
 
 INNER_TESTS = '''
-import os, signal, subprocess, time
+import faulthandler, os, signal, subprocess, time
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,9 @@ import pytest
 from tests.fixtures import process_groups
 
 OUT = Path(os.environ["INNER_OUT"])
+# Where the run's Python stacks go on SIGUSR1: what a stop that never ends was doing.
+STACKS = (OUT / "stacks.txt").open("w")
+faulthandler.register(signal.SIGUSR1, file=STACKS, all_threads=True)
 
 
 @pytest.fixture
@@ -121,6 +124,18 @@ class InnerRun:
         self.log.flush()
         return (self.out / "pytest.log").read_text(errors="replace")[-3000:]
 
+    def state(self) -> str:
+        """Why the run has not ended: its kernel state, its signal masks, and its Python stacks."""
+        pid = self.process.pid
+        try:
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
+            return "gone"
+        os.kill(pid, signal.SIGUSR1)
+        _wait_until(lambda: bool((self.out / "stacks.txt").read_text().strip()), 5)
+        lines = [line for line in status if line.startswith(("State", "Threads", "Sig", "ShdPnd"))]
+        return "\n".join([*lines, (self.out / "stacks.txt").read_text(), self.output()])
+
     def stop(self) -> None:
         process_groups.stop(self.process)
         self.log.close()
@@ -146,7 +161,10 @@ def _stop_while_waiting(run: InnerRun, stop_signal: signal.Signals) -> int:
     daemon = run.daemon_pid()
     assert not _gone(daemon)
     os.kill(run.process.pid, stop_signal)
-    run.process.wait(timeout=60)
+    try:
+        run.process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"pytest still runs 60 s after {stop_signal.name}:\n{run.state()}")
     return daemon
 
 
