@@ -16,10 +16,24 @@ bash scripts/test-floors.sh            # the core unit tests and tests/cli on th
 # and the serial collector run a small Spark job on 13-16 s of CPU instead of 23-27 s. The
 # benchmarks keep Java's defaults.
 export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS:+${JDK_JAVA_OPTIONS} }-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-# And they load the same Spark classes: an archive of them (class-data sharing), made once per JDK
-# and pyspark, saves about a fifth of each Spark JVM's CPU (scripts/spark_class_archive.py). A JVM
-# the archive does not fit runs as without it, silently.
-archive_key="$( (java -version 2>&1; .venv/bin/python -c 'import pyspark; print(pyspark.__version__)') | cksum | cut -d' ' -f1)"
+# The suite starts hundreds of Python processes that import sleeper_spark; where
+# PYTHONDONTWRITEBYTECODE is set, none caches its bytecode and each compiles the package again
+# (0.1 s of CPU each): compile it once here, as pip does for an installed package.
+.venv/bin/python -m compileall -q sleeper_spark tests > /dev/null
+# Every Python process Spark starts imports pyspark from the zips in $SPARK_HOME/python/lib, which
+# hold no bytecode, and so compiles it afresh (0.8 s of CPU each, hundreds of times a run): the
+# tests run Spark from a home that is pyspark's own plus compiled zips (scripts/spark_home.py),
+# made once per Python and pyspark. The examples' tests start Spark as a user does, from the stock one.
+home_key="$(.venv/bin/python -c 'import sys, pyspark; print(sys.version, pyspark.__version__)' | cksum | cut -d' ' -f1)"
+spark_home="${repo_root}/.venv/spark-home-${home_key}"
+[[ -d "${spark_home}" ]] || .venv/bin/python scripts/spark_home.py "${spark_home}" || true
+if [[ -d "${spark_home}" ]]; then
+    export SPARK_HOME="${spark_home}"
+fi
+# And they load the same Spark classes: an archive of them (class-data sharing), made once per JDK,
+# pyspark and Spark home (it names the jars by their paths), saves about a fifth of each Spark
+# JVM's CPU (scripts/spark_class_archive.py). A JVM the archive does not fit runs as without it, silently.
+archive_key="$( (java -version 2>&1; .venv/bin/python -c 'import pyspark; print(pyspark.__version__)'; echo "${SPARK_HOME:-}") | cksum | cut -d' ' -f1)"
 class_archive="${repo_root}/.venv/spark-classes-${archive_key}.jsa"
 [[ -f "${class_archive}" ]] || .venv/bin/python scripts/spark_class_archive.py "${class_archive}"
 if [[ -f "${class_archive}" ]]; then

@@ -81,6 +81,7 @@ def test_a_wheel_in_a_new_environment_reads_through_spark_parquet_reader(dist: P
     # Nothing from the checkout on the path: with it, pip finds the package installed already
     environment = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
     environment.pop("PYTHONPATH", None)
+    environment.pop("SPARK_HOME", None)  # the new environment's pyspark finds its own home
     # (this environment's pip installs into it: bootstrapping a pip of its own takes longer than the job)
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
                     str(wheel)], check=True, env=environment)

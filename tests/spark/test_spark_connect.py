@@ -15,20 +15,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyspark
 import pytest
 
 import sleeper_spark as ss
 from sleeper_spark.spark.common.jvm import EXTENSIONS_CLASS, catalog_conf
 from tests.fixtures import process_groups
 from tests.fixtures.servers import free_port
-from tests.fixtures.spark import java_options, quiet_log4j2
+from tests.fixtures.spark import java_options, quiet_log4j2, spark_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 pytest.importorskip("grpc", reason="the Spark Connect client needs pyspark[connect] (the test extras have it)")
 
-SPARK_HOME = Path(pyspark.__file__).parent
+SPARK_HOME = spark_home()
 HERE = Path(__file__).parent
 
 

@@ -12,21 +12,20 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyspark
 import pytest
 
 import sleeper_spark as ss
 from tests.fixtures import process_groups
 from tests.fixtures.servers import free_port
-from tests.fixtures.spark import java_options, quiet_log4j2
+from tests.fixtures.spark import java_options, quiet_log4j2, spark_home
 from tests.fixtures.summary import SUMMARY_KEY
 from tests.reliability.budget import LONG_RUN
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 HERE = Path(__file__).parent
-SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
-SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+SPARK_CLASS = spark_home() / "bin" / "spark-class"
+SPARK_SUBMIT = spark_home() / "bin" / "spark-submit"
 # The driver's reads are a fixed cost (footers, class loading), so a smaller write shows the same bound.
 ROWS = 600_000 if LONG_RUN else 200_000
 
