@@ -1,6 +1,6 @@
 """Shared pytest options and hooks only; fixtures live in tests/fixtures/.
 
-The summary hooks here serve the worker processes the test command runs (``pytest -n 3``):
+The summary hooks here serve the worker processes the test command runs (``pytest -n 4``):
 they live in this root conftest because the process that hands out tests and prints the summary
 collects no tests, so it never loads the conftests below it.
 """

@@ -29,9 +29,14 @@ NO_UI = "--conf spark.ui.enabled=false pyspark-shell"
 
 
 def fresh_shell() -> dict[str, str]:
-    """The environment of a new terminal: no venv on PATH, no Spark variables left over from tests."""
+    """The environment of a new terminal: no venv on PATH, no Spark variables left over from tests.
+
+    ``SPARK_HOME`` stays when set: the home scripts/test.sh makes is the installed pyspark with
+    compiled zips (scripts/spark_home.py), and clusters set one too; tests/test_packaging.py runs
+    Spark from a new environment with none."""
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PYSPARK_", "SPARK_", "VIRTUAL_ENV")) and key != "SLEEPER_SPARK_WAREHOUSE"}
+           if (not key.startswith(("PYSPARK_", "SPARK_", "VIRTUAL_ENV")) or key == "SPARK_HOME")
+           and key != "SLEEPER_SPARK_WAREHOUSE"}
     venv_dirs = {str(VENV_BIN), str(Path(sys.executable).parent)}
     env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep) if d not in venv_dirs)
     return env

@@ -26,7 +26,7 @@ SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/stor
                            (tests/changes)
                            and 300 runs of each exit script (tests/test_clean_exit.py)
                            and more differential tables and cluster rows (tests/spark)
-                           and the 2,000-file commit on the object store
+                           and the spilling 300-file commit on the object store
                            (tests/integration/test_aws_commits.py)
                            and refused metadata on AWS and the object store
                            and six Iceberg differential tables (tests/iceberg)
