@@ -131,6 +131,9 @@ def test_a_merge_reads_every_file_that_holds_a_row_its_condition_may_match(spark
             "target.id = source.id", "source.id = target.id", "target.id <=> source.id", "target.i = source.k",
             "target.id = source.k", "target.part = source.part", "source.part = 'a'", "target.id < source.id",
             "target.value = source.id", leaf(rng, "target."),
+            # a target column equal to an expression of source columns alone: a key set too
+            "target.id = source.id + 40", "source.k * 10 = target.id", "target.id <=> source.id - 1",
+            "target.part = lower(source.part)", "target.id = source.id + source.k", "target.i = source.k + 100",
         ])
 
     conditions = [condition(rng, 3, atom) for _ in range(MERGE_CONDITIONS)]
@@ -193,6 +196,23 @@ def test_an_update_of_one_key_reads_only_the_files_whose_range_holds_it(spark: S
     # (both files of that write span 42: 40..44 in partition a, 41..45 in b)
     assert snapshot.operation_metrics == {"rows_updated": 1, "rows_copied": 2, "files_read": 2, "files_rewritten": 1}
     assert [row["note"] for row in table.scan().to_pylist() if row["id"] == 42] == ["x"]
+
+
+def test_a_merge_on_either_of_two_key_expressions_reads_only_the_files_of_their_keys(spark: SparkSession,
+                                                                                   tmp_path: Any) -> None:
+    # Given 24 files of clustered ids (write k holds ids 10k..10k+5, a file per partition)
+    table, _ = write_table(ss.Catalog.local(str(tmp_path)), random.Random(0))
+    source = spark.createDataFrame([(3, "x")], "id long, note string")
+
+    # When a MERGE matches a target row by the source's id, or by that id plus 100
+    snapshot = (table.merge(source, "target.id = source.id OR target.id = source.id + 100")
+                .when_matched_update(set={"note": "source.note"}).execute())
+
+    # Then it reads the two files whose ranges hold 3 and the two that hold 103, of 24, and
+    # changes those two rows
+    assert snapshot.operation_metrics is not None
+    assert (snapshot.operation_metrics["files_read"], snapshot.operation_metrics["rows_updated"]) == (4, 2)
+    assert sorted(row["id"] for row in table.scan().to_pylist() if row["note"] == "x") == [3, 103]
 
 
 def _file_keys(state: Any) -> dict[str, tuple[str, int]]:

@@ -15,7 +15,10 @@ Both are needed because ``NOT`` swaps them, and in SQL's three-valued logic "not
   turns into pruning, including its rules for types, nulls and NaN;
 - in a merge, ``target.k = source.k`` (or ``<=>``) is TRUE only for target rows whose ``k`` is
   one of the source's keys, which ``keys`` gives (see :mod:`sleeper_spark.spark.rows.merge_builder`);
-  anything else over source columns may be TRUE for any target row;
+  so is ``target.k`` equal to an expression of source columns alone (``source.id + 100000``),
+  whose values the source gives the same way; so ``target.id = source.id OR target.id =
+  source.id + 100000`` reads the files of either key set. Anything else over source columns may
+  be TRUE for any target row;
 - everything else says nothing, and a condition that says nothing reads every file.
 
 A condition Spark cannot resolve, or a session without a JVM (Spark Connect), reads every file;
@@ -50,13 +53,14 @@ from pyspark.sql.datasource import (
 )
 
 from sleeper_spark.models import TableSchema
-from sleeper_spark.spark.common.conversions import spark_schema
+from sleeper_spark.spark.common.conversions import quoted_column, spark_schema
 from sleeper_spark.spark.conditions.filters import prune_expression
 from sleeper_spark.spark.conditions.sql_conditions import (
     Column,
     Constant,
     Node,
     Predicate,
+    SourceValue,
     TreeReader,
     Unknown,
     attribute_sides,
@@ -64,8 +68,9 @@ from sleeper_spark.spark.conditions.sql_conditions import (
 
 log = logging.getLogger(__name__)
 
-# (target column, source column, null-safe): a filter true for the target rows such an equality
-# may match, or None when the source's keys cannot be turned into one.
+# (target column, source value as Spark SQL over the source's columns, null-safe): a filter true
+# for the target rows such an equality may match, or None when the source's keys cannot be turned
+# into one.
 KeyRows = Callable[[str, str, bool], pc.Expression | None]
 Sets = tuple[pc.Expression | None, pc.Expression | None]  # (where TRUE, where FALSE); None: any row
 
@@ -162,17 +167,20 @@ class Translation:
         return prune_expression(leaf, self._schema), prune_expression(Not(leaf), self._schema)
 
     def _key_pair(self, node: Predicate) -> pc.Expression | None:
-        """The target rows a ``target.k = source.k`` may match, if ``node`` is one and the keys are known."""
+        """The target rows a ``target.k = source.k`` (or ``= <expression of source columns>``) may
+        match, if ``node`` is one and the keys are known."""
         if self._keys is None or node.name not in ("EqualTo", "EqualNullSafe") or len(node.args) != 2:
             return None
-        sides = {arg.side: arg for arg in node.args if isinstance(arg, Column)}
-        target, source = sides.get("target"), sides.get("source")
+        target = next((arg for arg in node.args if isinstance(arg, Column) and arg.side == "target"), None)
+        source = next((arg for arg in node.args if (isinstance(arg, Column) and arg.side == "source")
+                       or isinstance(arg, SourceValue)), None)
         if target is None or source is None:
             return None
         # Spark compares other types after casting one side, which the key values would not follow.
         if target.spark_type != source.spark_type and not {target.spark_type, source.spark_type} <= _INTEGERS:
             return None
-        return self._keys(target.name, source.name, node.name == "EqualNullSafe")
+        value = source.sql if isinstance(source, SourceValue) else quoted_column(source.name)
+        return self._keys(target.name, value, node.name == "EqualNullSafe")
 
 
 def _leaf(node: Predicate) -> Filter | None:

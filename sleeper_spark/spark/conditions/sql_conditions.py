@@ -13,6 +13,8 @@ what a second parser of Spark SQL would guess:
   its value as PySpark hands a pushed filter its literals (``datetime.date``, a UTC
   ``datetime`` for ``timestamp``, a naive one for ``timestamp_ntz``, ``Decimal``);
 - the predicates in :data:`PREDICATES` become :class:`Predicate`;
+- any other deterministic expression over a merge's source columns alone (``source.id + 100000``)
+  becomes :class:`SourceValue`, Spark's own SQL text of it, which the source can be asked for;
 - everything else is :class:`Unknown`, which pruning reads as "may hold any row".
 
 The node names are Catalyst's class names: internal to Spark, and pinned by the tests of
@@ -63,11 +65,21 @@ class Predicate:
 
 
 @dataclass(frozen=True)
+class SourceValue:
+    """An expression over source columns only: one value per source row, which Spark computes
+    from the source alone. ``sql`` is Spark's text of the resolved expression, its columns
+    qualified ``source.``; ``spark_type`` the type of its value."""
+
+    sql: str
+    spark_type: str
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A part of the condition that is not read: it may be true or false for any row."""
 
 
-Node = Column | Constant | Predicate | Unknown
+Node = Column | Constant | Predicate | SourceValue | Unknown
 
 
 class TreeReader:
@@ -103,12 +115,28 @@ class TreeReader:
         if kind == "CommonExpressionRef":
             shared = self._shared.get(expression.id().id())
             return Unknown() if shared is None else self.read(shared)
-        if kind not in PREDICATES or (kind == "Like" and str(expression.escapeChar()) != "\\"):
+        if kind not in PREDICATES:
+            return self._source_value(expression)
+        if kind == "Like" and str(expression.escapeChar()) != "\\":
             return Unknown()
         children = _children(expression)
         if kind == "In" and len(children) > 1 + MOST_IN_VALUES:
             return Unknown()
         return Predicate(kind, tuple(self.read(child) for child in children))
+
+    def _source_value(self, expression: Any) -> Node:
+        """``expression`` as a :class:`SourceValue` if it is deterministic and reads source columns
+        only; :class:`Unknown` otherwise."""
+        try:
+            if not expression.deterministic():
+                return Unknown()
+            references = expression.references().toSeq()
+            ids = [references.apply(i).exprId().id() for i in range(references.size())]
+            if not ids or any(self._sides.get(i, ("", ""))[0] != "source" for i in ids):
+                return Unknown()
+            return SourceValue(str(expression.sql()), str(expression.dataType().typeName()))
+        except Py4JError:
+            return Unknown()
 
     def _column(self, attribute: Any) -> Node:
         side = self._sides.get(attribute.exprId().id())

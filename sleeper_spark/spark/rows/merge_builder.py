@@ -2,7 +2,8 @@
 
 The target files to read are those that may hold a row the condition matches with some source
 row (:func:`~sleeper_spark.spark.conditions.row_conditions.merge_rows`): for each equality
-``target.k = source.k`` of the condition, a file is read only if one of the source's keys may
+``target.k = source.k`` of the condition (or ``target.k =`` an expression of source columns), a
+file is read only if one of the source's keys may
 lie within its statistics (or, for more than :data:`_EXACT_KEYS` distinct keys, if its
 statistics overlap the source's range of keys), combined through ``AND``/``OR`` with what the
 condition says about target columns alone. A target row matched by two source rows is an error,
@@ -120,8 +121,8 @@ class MergeBuilder:
         self._check_columns(state.schema.names)
         keys: dict[tuple[str, str, bool], pc.Expression | None] = {}
 
-        def known_keys(target_column: str, source_column: str, null_safe: bool) -> pc.Expression | None:
-            pair = (target_column, source_column, null_safe)
+        def known_keys(target_column: str, source_value: str, null_safe: bool) -> pc.Expression | None:
+            pair = (target_column, source_value, null_safe)
             if pair not in keys:  # one Spark job per equality
                 keys[pair] = key_rows(self._source, state.schema, *pair)
             return keys[pair]
@@ -167,7 +168,7 @@ class MergeBuilder:
             # join then runs in those tasks rather than the session's shuffle partitions.
             tasks = max(2, math.ceil(sum(f.size_bytes for f in candidates) / DEFAULT_TARGET_FILE_BYTES))
             target = target.repartition(tasks, *[F.col(quoted_column(t)) for t, _, _ in pairs])
-            source = source.repartition(tasks, *[F.col(quoted_column(s)) for _, s, _ in pairs]).alias("source")
+            source = source.repartition(tasks, *[F.expr(s) for _, s, _ in pairs]).alias("source")
         how = "full_outer" if self._not_matched else "left_outer"
         return target.alias("target").join(source, F.expr(self._condition), how)
 
@@ -234,17 +235,25 @@ class MergeBuilder:
         return nothing.alias("target").join(source, F.lit(False), "right_outer")
 
 
-def key_rows(source: Any, schema: TableSchema, target_column: str, source_column: str,
+def key_rows(source: Any, schema: TableSchema, target_column: str, source_value: str,
              null_safe: bool) -> pc.Expression | None:
-    """The target rows ``target.<target_column> = source.<source_column>`` (``<=>`` if ``null_safe``)
-    may match: the source's distinct keys (one job), or past :data:`_EXACT_KEYS` of them their
-    range (one more job); None when a key does not convert to the target column's type."""
+    """The target rows ``target.<target_column> = <source_value>`` (``<=>`` if ``null_safe``) may
+    match, ``source_value`` being Spark SQL over the source's columns (a quoted column, or an
+    expression whose columns are qualified ``source.``): the source's distinct keys (one job), or
+    past :data:`_EXACT_KEYS` of them their range (one more job); None when a key does not convert
+    to the target column's type, or Spark cannot compute the keys (the merge then reads every
+    file and reports the error itself, if it is one)."""
+    from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
-    column = F.col(quoted_column(source_column))
+    column = F.expr(source_value)
     field_type = schema.to_arrow().field(target_column).type
+    source = source.alias("source")
     keys = source.select(column) if null_safe else source.select(column).where(column.isNotNull())
-    found = [row[0] for row in keys.distinct().limit(_EXACT_KEYS + 1).collect()]
+    try:
+        found = [row[0] for row in keys.distinct().limit(_EXACT_KEYS + 1).collect()]
+    except PySparkException:
+        return None
     try:
         if len(found) <= _EXACT_KEYS:
             return pc.field(target_column).isin(pa.array(found, field_type))  # a null key matches a null
@@ -252,7 +261,7 @@ def key_rows(source: Any, schema: TableSchema, target_column: str, source_column
         between = (pc.field(target_column) >= pc.scalar(pa.scalar(low, field_type))) & \
                   (pc.field(target_column) <= pc.scalar(pa.scalar(high, field_type)))
         return between | pc.field(target_column).is_null() if null_safe else between
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+    except (pa.ArrowException, TypeError, ValueError, OverflowError, PySparkException):
         return None
 
 
