@@ -14,8 +14,8 @@ HOME gets a symlink to every entry of the installed pyspark folder (``bin``, ``j
 ...) and its own copies of the two zips, each module with its bytecode beside it (unchecked
 hash-based ``.pyc`` files, valid for as long as the zip they sit in; a Python of another version
 ignores them and compiles as before). Same sources, same jars, same scripts: only the compiling
-moves here, once. scripts/test.sh sets ``SPARK_HOME`` to it; a Spark started with the stock home
-(the examples, run as a user runs them) works as before.
+moves here, once. scripts/test.sh sets ``SPARK_HOME`` to it; tests/test_packaging.py starts Spark
+from the stock home of a new environment, which works as before.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ export JDK_JAVA_OPTIONS="${JDK_JAVA_OPTIONS:+${JDK_JAVA_OPTIONS} }-XX:TieredStop
 # hold no bytecode, and so compiles it afresh (0.8 s of CPU each, hundreds of times a run): the
 # tests run Spark from a home that is pyspark's own plus compiled zips (scripts/spark_home.py),
 # made once per Python and pyspark. tests/test_packaging.py starts Spark from the stock one.
-home_key="$(.venv/bin/python -c 'import sys, pyspark; print(sys.version, pyspark.__version__)' | cksum | cut -d' ' -f1)"
+python_and_pyspark="$(.venv/bin/python -c 'import sys, pyspark; print(sys.version, pyspark.__version__)')"
+home_key="$(echo "${python_and_pyspark}" | cksum | cut -d' ' -f1)"
 spark_home="${repo_root}/.venv/spark-home-${home_key}"
 [[ -d "${spark_home}" ]] || .venv/bin/python scripts/spark_home.py "${spark_home}" || true
 if [[ -d "${spark_home}" ]]; then
@@ -33,7 +34,7 @@ fi
 # And they load the same Spark classes: an archive of them (class-data sharing), made once per JDK,
 # pyspark and Spark home (it names the jars by their paths), saves about a fifth of each Spark
 # JVM's CPU (scripts/spark_class_archive.py). A JVM the archive does not fit runs as without it, silently.
-archive_key="$( (java -version 2>&1; .venv/bin/python -c 'import pyspark; print(pyspark.__version__)'; echo "${SPARK_HOME:-}") | cksum | cut -d' ' -f1)"
+archive_key="$( (java -version 2>&1; echo "${python_and_pyspark}"; echo "${SPARK_HOME:-}") | cksum | cut -d' ' -f1)"
 class_archive="${repo_root}/.venv/spark-classes-${archive_key}.jsa"
 [[ -f "${class_archive}" ]] || .venv/bin/python scripts/spark_class_archive.py "${class_archive}"
 if [[ -f "${class_archive}" ]]; then
@@ -42,8 +43,8 @@ fi
 # Four worker processes on two cores: much of the suite waits on servers, subprocesses and
 # Spark, and the other workers run meanwhile (measured back to back on one clone: 18 min 8 s with
 # three workers, 16 min 21 s with four, the cores 98 % busy). Each worker starts the servers and
-# the SparkSession it needs. A worker takes one test module at a time as it frees up (--dist loadfile), in the
-# order conftest.py puts them: the modules that start Spark applications and servers of their own
+# the SparkSession it needs. A worker takes one test module at a time as it frees up (--dist
+# loadfile), in the order conftest.py puts them: the modules that start Spark applications and servers of their own
 # first, so that the run ends on short modules instead of one long one running alone (the last
 # minute and a half of a run handing out small batches in path order, --dist load, kept the
 # machine half idle), and a module's fixtures are never set up on two workers.
