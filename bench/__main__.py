@@ -41,6 +41,7 @@ BENCHMARKS = [
     ("bench.connect", "Spark Connect: reads and writes against plain Parquet on the same server"),
     ("bench.curves", "Clustering curves: the files a range opens, Hilbert against Z-order"),
     ("bench.clustering", "Clustering: selective queries on a clustered table"),
+    ("bench.layout_writes", "Optimized writes and automatic compaction"),
 ]
 
 

@@ -93,13 +93,21 @@ def _interleave(x: Sequence[pa.Array], bits: int) -> pa.Array:
     return key
 
 
-def curve_order(data: pa.Table, columns: Sequence[str], curve: str = "hilbert") -> pa.Array:
-    """Indices that put ``data``'s rows in curve order over ``columns`` (stable: ties keep row order)."""
+def curve_keys(data: pa.Table, columns: Sequence[str], curve: str = "hilbert") -> pa.Array:
+    """Each row's position on the curve over ``columns`` (uint64 below 2**63); positions compare
+    only among the rows of one call, since the coordinates are ranks among them."""
     if not len(data):
         return pa.array([], pa.uint64())
     bits = bits_per_column(len(columns))
     coords = coordinates(data, columns, bits)
-    keys = hilbert_keys(coords, bits) if curve == "hilbert" else z_order_keys(coords, bits)
+    return hilbert_keys(coords, bits) if curve == "hilbert" else z_order_keys(coords, bits)
+
+
+def curve_order(data: pa.Table, columns: Sequence[str], curve: str = "hilbert") -> pa.Array:
+    """Indices that put ``data``'s rows in curve order over ``columns`` (stable: ties keep row order)."""
+    if not len(data):
+        return pa.array([], pa.uint64())
+    keys = curve_keys(data, columns, curve)
     return pc.sort_indices(pa.table({"key": keys}), sort_keys=[("key", "ascending")])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from sleeper_spark.maintenance.auto_compaction import compact_after_commit
 from sleeper_spark.maintenance.compaction import (
     CompactionPlan,
     commit_compaction,
@@ -24,6 +25,7 @@ from sleeper_spark.maintenance.statistics_repair import repair_statistics
 from sleeper_spark.maintenance.truncation import truncate_log
 from sleeper_spark.maintenance.vacuum import vacuum
 from sleeper_spark.models import Snapshot, TruncateReport, VacuumReport
+from sleeper_spark.state import TableState
 from sleeper_spark.table.extensions import register_maintenance
 
 if TYPE_CHECKING:
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 
 class _Jobs:
     """The :class:`~sleeper_spark.table.extensions.MaintenanceJobs` that ``Table`` calls."""
+
+    def after_commit(self, table: Table, state: TableState) -> None:
+        compact_after_commit(table, state)
 
     def compact(self, table: Table, spark: Any, target_file_bytes: int, where: Any) -> Snapshot | None:
         return compact(table, spark, target_file_bytes, where)

@@ -27,6 +27,7 @@ from sleeper_spark.spark.connect.connect_write import write_parquet
 from sleeper_spark.spark.native.native_read import read_native
 from sleeper_spark.spark.native.native_write import write_native
 from sleeper_spark.spark.native.partial_overwrite import write_in_driver
+from sleeper_spark.spark.native.write_distribution import distributed, partition_keys
 from sleeper_spark.table.writes import new_write_id
 
 if TYPE_CHECKING:
@@ -68,7 +69,8 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
     if partial is not None and partial.replace_where is not None:
         return write_in_driver(table, df, state, partial, options, write_id, dict(metadata), app_id, app_version)
     try:
-        df.write.format("sleeper").options(**options).mode(mode).save(table.name)
+        rows = distributed(df, state, partition_keys(state.partition_by))
+        rows.write.format("sleeper").options(**options).mode(mode).save(table.name)
     except Exception as error:
         raise _typed(error) from error
     state = table.head.catch_up()

@@ -15,6 +15,7 @@ from sleeper_spark.errors import ConfigError
 
 if TYPE_CHECKING:
     from sleeper_spark.models import Snapshot, TruncateReport, VacuumReport
+    from sleeper_spark.state import TableState
     from sleeper_spark.table.changes import ChangePlan
     from sleeper_spark.table.table import Table
     from sleeper_spark.table.writes import PartialOverwrite
@@ -51,6 +52,8 @@ class MaintenanceJobs(Protocol):
 
     def truncate_log(self, table: Table, keep_versions_after: timedelta | int, safety_margin: int,
                      dry_run: bool) -> TruncateReport: ...
+
+    def after_commit(self, table: Table, state: TableState) -> None: ...
 
 
 _spark: SparkBridge | None = None

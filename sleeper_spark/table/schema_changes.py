@@ -23,7 +23,9 @@ from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import Field, SetProperties, SetSchema, Snapshot, TableSchema, Transaction
 from sleeper_spark.models.clustering import (
     CLUSTERING_COLUMNS,
+    check_auto_compaction,
     check_clustering,
+    check_write_distribution,
     clustering_columns,
     clustering_value,
     parse_clustering,
@@ -96,6 +98,8 @@ def set_properties(table: Table, set: dict[str, str], unset: tuple[str, ...] = (
     if reserved:
         raise SchemaMismatchError(f"table {table.name!r}: {reserved[0]!r} is not a property that can be set; it "
                                   "follows from the table itself")
+    check_write_distribution(table.name, set)
+    check_auto_compaction(table.name, set)
     if CLUSTERING_COLUMNS in set:
         state = table.state()
         check_clustering(table.name, state.schema, state.partition_by,
@@ -134,6 +138,8 @@ def clustering_properties(table: str, schema: TableSchema, partition_by: Sequenc
                           properties: Mapping[str, str], cluster_by: Sequence[str]) -> dict[str, str]:
     """A new table's properties with its clustering columns, both checked against its schema."""
     chosen = dict(properties)
+    check_write_distribution(table, chosen)
+    check_auto_compaction(table, chosen)
     if CLUSTERING_COLUMNS in chosen:
         check_clustering(table, schema, partition_by, clustering_text_columns(table, chosen[CLUSTERING_COLUMNS]))
     if cluster_by:

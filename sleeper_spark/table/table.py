@@ -51,10 +51,16 @@ class Table:
         self.iceberg = self.publishing.iceberg
         self.delta = self.publishing.delta
         if head.after_commit is None:
-            head.after_commit = self.publishing.after_commit
+            head.after_commit = self._after_commit
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, id={self.table_id})"
+
+    def _after_commit(self, state: TableState) -> None:
+        """What follows each commit of this table in this process: publishing (behind, in a thread of
+        its own) and automatic compaction (here, bounded; see sleeper_spark.maintenance.auto_compaction)."""
+        self.publishing.after_commit(state)
+        maintenance_jobs().after_commit(self, state)
 
     @property
     def name(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import NamespaceAlreadyExistsError, TableAlreadyExistsError
 from sleeper_spark.log.registry import TableEntry, TableRegistry
 from sleeper_spark.models import Namespace
@@ -273,8 +274,12 @@ class TableRegistryContract:
         # Given a recorded namespace, and racing processes (Spark drivers on several machines)
         # that each set a property of their own on it
         open_registry().register_namespace(namespace("sales"))
-        # When they are released at one moment
-        keys = released_together(_change_namespace_when_released, (open_registry, "sales"), self.racers)
+        # When they are released at one moment: as many as a change has attempts (each failed
+        # compare-and-swap means another racer's change landed, so a racer fails at most once per
+        # other racer; with more racers than attempts, running out is the documented outcome,
+        # StorageError with nothing changed, and it happened on the slower registries under load)
+        racers = min(self.racers, StoreRetryPolicy().max_attempts)
+        keys = released_together(_change_namespace_when_released, (open_registry, "sales"), racers)
         # Then no change was lost: each compare-and-swap saw the changes before it
         record = open_registry().lookup_namespace("sales")
         assert record is not None and record.properties == {key: "set" for key in keys}

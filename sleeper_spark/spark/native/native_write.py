@@ -47,6 +47,7 @@ from sleeper_spark.spark.common.jvm import hadoop_location, native_entry
 from sleeper_spark.spark.native.footers import file_ref as footer_file_ref
 from sleeper_spark.spark.native.native_read import native_types
 from sleeper_spark.spark.native.partial_overwrite import check_before_staging, staged_replacement
+from sleeper_spark.spark.native.write_distribution import distributed
 from sleeper_spark.spark.native.write_facts import described_rows, facts_table
 from sleeper_spark.state import TableState
 from sleeper_spark.state.file_columns import FileLayout
@@ -85,7 +86,7 @@ def write_native(table: Table, df: Any, state: TableState, mode: str, metadata: 
     check_before_staging(spark, table.name, state, partial)
     schema = merged_schema(state.schema, merge, table.name) if merge is not None else state.schema
     layout = FileLayout(schema, state.partition_by)
-    staged = _stage(table, df, layout, write_id)
+    staged = _stage(table, df, layout, write_id, state)
     if staged is None:
         return None
     files, write_id, cleanup = staged
@@ -146,10 +147,11 @@ def stage_native(table: Table, df: Any, schema: TableSchema, partition_by: tuple
     return layout.file_refs(files.columns), write_id
 
 
-def _stage(table: Table, df: Any, layout: FileLayout, write_id: str | None = None
+def _stage(table: Table, df: Any, layout: FileLayout, write_id: str | None = None, state: TableState | None = None
            ) -> tuple[NewFiles, str, Future[None]] | None:
     """As :func:`stage_native`, the files as columns; and the removal of what Spark left beside
-    them (see :func:`described_files`), still running."""
+    them (see :func:`described_files`), still running. ``state``: the table's, whose
+    ``write.distribution`` the write follows (none given: the rows are written as they come)."""
     schema, partition_by = layout.schema, layout.partition_by
     spark = df.sparkSession
     entry = native_entry(spark)
@@ -163,7 +165,8 @@ def _stage(table: Table, df: Any, layout: FileLayout, write_id: str | None = Non
     target = f"{root.rstrip('/')}/{write_dir}"
     accumulator = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")
     try:
-        _run_job(spark, df, schema, partition_by, target, str(accumulator.id()))
+        run_write_job(spark, df, schema, partition_by, target, FORMAT_CLASS, {FACTS_OPTION: str(accumulator.id())},
+                      state)
         files, cleanup = described_files(table, take_facts(entry, accumulator), write_dir, layout,
                                          local=target.startswith("file:"))
     except BaseException:
@@ -185,15 +188,11 @@ def take_facts(entry: Any, accumulator: Any) -> str:
         os.unlink(path)
 
 
-def _run_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
-             facts_id: str) -> None:
-    run_write_job(spark, df, schema, partition_by, target, FORMAT_CLASS, {FACTS_OPTION: facts_id})
-
-
 def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
-                  format_name: str, options: Mapping[str, str]) -> None:
+                  format_name: str, options: Mapping[str, str], state: TableState | None = None) -> None:
     """Spark writes ``df``'s ``schema`` columns into ``target`` in ``format_name`` (Spark's Parquet
-    format or the jar's), one folder per partition named by a hash of its values."""
+    format or the jar's), one folder per partition named by a hash of its values; spread over
+    tasks as ``state``'s ``write.distribution`` says (:mod:`~sleeper_spark.spark.native.write_distribution`)."""
     # SQL text in one call: a classic session builds each Column through py4j, a round trip
     # each (about 1.5 ms), which a write of many columns paid on every call. Where the rows have
     # the table's columns in its order (most writes), "*" keeps them: Spark resolves one star
@@ -210,6 +209,8 @@ def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[
         key = ", ".join(f"{part}, {part} IS NULL" for part in parts)
         columns.append(f"xxhash64({key}) AS {HIDDEN_COLUMN}")
     rows = df if same_columns and not partitioned else df.selectExpr(*columns)
+    if state is not None:
+        rows = distributed(rows, state, [HIDDEN_COLUMN] if partitioned else [])
     writer = (rows.write.mode("error").format(format_name).options(**options)
               .option(_SUCCESS_MARKER, "false"))
     if partitioned:

@@ -1,0 +1,184 @@
+"""Automatic compaction (``compaction.auto``): small appends keep a bounded number of live files,
+every row stays exactly once, and racing processes never compact the same files twice."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sleeper_spark as ss
+from sleeper_spark.maintenance.auto_compaction import due_groups
+from sleeper_spark.models.clustering import AutoCompaction
+from tests.fixtures.processes import racing_context
+from tests.invariants import WriteOutcome, check_table_invariants
+from tests.maintenance.tables import SCHEMA, row_set, rows
+
+AUTO = {"compaction.auto": "true", "compaction.auto.min_files": "8"}
+
+
+def live_files_by_day(table: ss.Table) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for file in table.files():
+        counts[file.partition["day"]] = counts.get(file.partition["day"], 0) + 1
+    return counts
+
+
+def test_one_row_appends_keep_at_most_min_files_plus_one_live_files_a_partition(local_catalog: ss.Catalog) -> None:
+    # Given a table that compacts itself once a partition holds more than 8 small files
+    table = local_catalog.create_table("events", SCHEMA, partition_by=["day"], properties=AUTO)
+    # When 100 one-row appends land, 90 in one partition and 10 in another
+    for seq in range(100):
+        table.write(rows(seq, 1, "d2" if seq % 10 == 0 else "d1"))
+    # Then no partition ever holds more than 9 live files, and every row is there exactly once
+    assert max(live_files_by_day(table).values()) <= 9
+    assert row_set(table) == sorted(("d2" if n % 10 == 0 else "d1", n, f"row {n}") for n in range(100))
+    # And the compactions are in the history, each after the append that made a partition due
+    history = table.history()
+    compactions = [s for s in history if s.operation == "compact"]
+    assert len(compactions) >= 9 and all(s.files_added == 1 for s in compactions)
+    assert [s.operation for s in history].count("append") == 100
+
+
+def test_a_table_without_the_property_keeps_every_small_file(local_catalog: ss.Catalog) -> None:
+    table = local_catalog.create_table("events", SCHEMA, partition_by=["day"])
+    for seq in range(20):
+        table.write(rows(seq, 1, "d1"))
+    assert live_files_by_day(table) == {"d1": 20}
+    assert all(s.operation == "append" for s in table.history()[1:])
+
+
+def test_a_backlog_is_compacted_one_target_s_worth_a_commit(local_catalog: ss.Catalog) -> None:
+    # Given 40 small files written before automatic compaction was turned on
+    table = local_catalog.create_table("events", SCHEMA, partition_by=["day"])
+    for seq in range(40):
+        table.write(rows(seq, 1, "d1"))
+    size = max(f.size_bytes for f in table.files())
+    # When it is turned on with a target that holds ten of them, and one more append lands
+    target = 10 * size + 1
+    table.set_properties({**AUTO, "compaction.target_file_bytes": str(target)})
+    table.write(rows(40, 1, "d1"))
+    # Then the compaction behind that append rewrote at most one target's worth of files
+    latest = table.history()[-1]
+    assert latest.operation == "compact" and 2 <= latest.files_removed <= 10
+    removed = {f.path: f.size_bytes for f in table.files(latest.version - 1)}
+    for file in table.files(latest.version):
+        removed.pop(file.path, None)
+    assert sum(removed.values()) <= target and len(table.files()) == 41 - latest.files_removed + 1
+    # And each further append takes another bite, until the partition is below the threshold
+    for seq in range(41, 45):
+        table.write(rows(seq, 1, "d1"))
+    assert len(table.files()) < 41 - latest.files_removed + 1
+    assert sorted(table.scan().column("n").to_pylist()) == list(range(45))
+
+
+def test_only_the_partitions_a_commit_wrote_are_compacted(local_catalog: ss.Catalog) -> None:
+    table = local_catalog.create_table("events", SCHEMA, partition_by=["day"])
+    for seq in range(20):
+        table.write(rows(seq, 1, "d1"))
+    table.set_properties(AUTO)
+    table.write(rows(20, 1, "d2"))  # d1 is due, but this commit did not write it
+    assert live_files_by_day(table) == {"d1": 20, "d2": 1}
+    state = table.state()
+    assert due_groups(state, AutoCompaction(min_files=8, target_file_bytes=128 * 2**20)) == []
+
+
+def test_a_failed_compaction_leaves_the_commit_standing_and_says_so(local_catalog: ss.Catalog,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    # Given a due table whose store refuses the compaction's new file
+    table = local_catalog.create_table("events", SCHEMA, partition_by=["day"], properties=AUTO)
+    for seq in range(8):
+        table.write(rows(seq, 1, "d1"))
+    store = table.store
+    refusing = RefusingCompactedFiles(store)
+    table.store = refusing  # type: ignore[assignment]
+    # When the append that makes it due lands
+    with caplog.at_level(logging.WARNING, logger="sleeper_spark.maintenance.auto_compaction"):
+        snapshot = table.write(rows(8, 1, "d1"))
+    table.store = store
+    # Then the append stands, the compaction is not in the log, and the warning says what happened
+    assert refusing.refused, "the compaction never tried to write"
+    assert snapshot.operation == "append" and table.history()[-1].version == snapshot.version
+    assert sorted(table.scan().column("n").to_pylist()) == list(range(9))
+    assert "automatic compaction after version" in caplog.text and "the commit stands" in caplog.text
+
+
+class RefusingCompactedFiles:
+    """The table's store, refusing new objects from any thread but the main one: compaction writes
+    its files from driver threads (maintenance/rewrite.py), an Arrow append from the caller's."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def new_object(self, key: str) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            self.refused += 1
+            raise ss.StorageError(f"refused {key}")
+        return self.store.new_object(key)
+
+
+@pytest.mark.parametrize("properties", [{"compaction.auto": "yes"}, {"compaction.auto.min_files": "0"},
+                                        {"compaction.target_file_bytes": "128MB"}])
+def test_a_property_it_cannot_take_is_refused_and_nothing_commits(local_catalog: ss.Catalog,
+                                                                  properties: dict[str, str]) -> None:
+    table = local_catalog.create_table("events", SCHEMA, partition_by=["day"])
+    version = table.head.catch_up().version
+    with pytest.raises(ss.ConfigError, match=next(iter(properties))):
+        table.set_properties(properties)
+    with pytest.raises(ss.ConfigError, match=next(iter(properties))):
+        local_catalog.create_table("other", SCHEMA, properties=properties)
+    assert table.head.catch_up().version == version and "other" not in local_catalog.tables()
+
+
+WRITERS = 3
+APPENDS = 30
+
+
+def append_with_auto_compaction(warehouse: str, writer: int, ready: Any) -> list[WriteOutcome]:
+    table = ss.Catalog.local(warehouse).table("events")
+    ready.wait()
+    outcomes = []
+    for seq in range(APPENDS):
+        try:
+            table.write(rows(1000 * (writer + 1) + seq, 1, "d1"), metadata={"writer": str(writer), "seq": str(seq)})
+            outcomes.append(WriteOutcome(writer, seq, 1, committed=True))
+        except ss.SleeperSparkError:
+            outcomes.append(WriteOutcome(writer, seq, 1, committed=False))
+    return outcomes
+
+
+def test_racing_processes_compacting_behind_their_appends_lose_nothing_and_never_compact_a_file_twice(
+        tmp_path: Path) -> None:
+    # Given a table with automatic compaction, and three processes appending one row at a time to
+    # one partition: each process compacts behind its own commits, on the same files
+    warehouse = str(tmp_path / "warehouse")
+    ss.Catalog.local(warehouse).create_table("events", SCHEMA, partition_by=["day"], properties=AUTO)
+    context = racing_context()
+    with context.Manager() as manager:
+        ready = manager.Barrier(WRITERS)
+        with context.Pool(WRITERS) as pool:
+            pending = [pool.apply_async(append_with_auto_compaction, (warehouse, w, ready)) for w in range(WRITERS)]
+            outcomes = [o for p in pending for o in p.get(timeout=300)]
+    # Then every append landed once, in order, every file is intact, and the files stay few
+    assert all(o.committed for o in outcomes), [o for o in outcomes if not o.committed]
+    table = ss.Catalog.local(warehouse).table("events")
+    check_table_invariants(table, outcomes)
+    history = table.history()
+    compactions = [s for s in history if s.operation == "compact"]
+    assert compactions and len(table.files()) <= 9 + WRITERS
+    # And no file was removed twice: each compaction removed files that were live just before it
+    removed: list[str] = []
+    for snapshot in compactions:
+        before = {f.path for f in table.files(snapshot.version - 1)}
+        now = {f.path for f in table.files(snapshot.version)}
+        gone = before - now
+        assert len(gone) == snapshot.files_removed
+        removed.extend(gone)
+    assert len(removed) == len(set(removed))
