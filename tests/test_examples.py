@@ -1,7 +1,9 @@
 """Every example runs, exactly as its docstring and the README say: ``bash scripts/examples.sh NAME``.
 
 Each runs from a shell whose PATH does not hold the venv, as on a fresh clone; the Spark examples
-are marked ``spark``. tests/spark/test_examples.py runs the spark-submit command of
+are marked ``spark``. By default the examples without Spark run, and two that start Spark (sql,
+session_catalog); the other four Spark examples, each a Spark application of 12-35 s of CPU whose
+behaviour the suite covers in its own tests, run in a long run (``SLEEPER_LONG_RUN=1``). tests/spark/test_examples.py runs the spark-submit command of
 examples/spark_job.py.
 """
 
@@ -144,6 +146,7 @@ def test_the_session_catalog_example_saves_merges_and_lists_every_format(tmp_pat
 
 @pytest.mark.spark
 @pytest.mark.slow
+@long_run_only  # by default tests/changes (test_changes_differential, test_sql_changes, test_source_changes) cover what it shows
 def test_the_changes_example_keeps_a_copy_in_step_through_batch_sql_and_streaming_changes(tmp_path: Path) -> None:
     out = run_example("changes", str(tmp_path / "wh"))
     assert "applied changes up to version 3: 6 change rows; copy = [(1, 'Ada'), (2, 'Bryan'), (3, 'Cleo'), " \
@@ -158,6 +161,7 @@ def test_the_changes_example_keeps_a_copy_in_step_through_batch_sql_and_streamin
 
 @pytest.mark.spark
 @pytest.mark.slow
+@long_run_only  # by default the sql and session_catalog examples start Spark from scripts/examples.sh, and tests/spark what it shows
 def test_the_notebook_runs_as_a_script() -> None:
     out = run_example("notebook")
     assert "|      338| 250276.5|" in out
@@ -166,6 +170,7 @@ def test_the_notebook_runs_as_a_script() -> None:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@long_run_only  # by default tests/streaming/test_sink.py and test_source.py cover what it shows
 def test_the_streaming_example_shows_one_snapshot_per_batch_and_each_row_once(tmp_path: Path) -> None:
     out = run_example("streaming", str(tmp_path / "work"))
     assert "v2  append  +100 rows  batch 0" in out
@@ -176,6 +181,7 @@ def test_the_streaming_example_shows_one_snapshot_per_batch_and_each_row_once(tm
 
 @pytest.mark.spark
 @pytest.mark.slow
+@long_run_only  # by default tests/changes/test_streaming_upsert.py covers what it shows
 def test_the_streaming_upsert_example_merges_each_batch_once(tmp_path: Path) -> None:
     out = run_example("streaming_upsert", str(tmp_path / "work"))
     assert "batch 0: version 2, {'rows_inserted': 3" in out

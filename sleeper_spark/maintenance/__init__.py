@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sleeper_spark.maintenance.auto_compaction import compact_after_commit
+from sleeper_spark.maintenance.auto_compaction import compact_after_commits
 from sleeper_spark.maintenance.compaction import (
     CompactionPlan,
     commit_compaction,
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 class _Jobs:
     """The :class:`~sleeper_spark.table.extensions.MaintenanceJobs` that ``Table`` calls."""
 
-    def after_commit(self, table: Table, state: TableState) -> None:
-        compact_after_commit(table, state)
+    def compact_behind(self, table: Table, state: TableState, since: int) -> None:
+        compact_after_commits(table, state, since)
 
     def compact(self, table: Table, spark: Any, target_file_bytes: int, where: Any) -> Snapshot | None:
         return compact(table, spark, target_file_bytes, where)

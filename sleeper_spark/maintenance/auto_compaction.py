@@ -6,11 +6,16 @@ a partition the commit added files to is compacted when it holds more than
 ``compaction.auto.min_files`` (16) files under half of ``compaction.target_file_bytes`` (128 MiB).
 A table appended to in small batches thus keeps about that many live files per partition.
 
-It runs in the thread that committed, right after the commit, in the driver (Arrow, no Spark
-job): the commit has landed by then and stands whatever happens here, so a failure is logged,
-never raised. Each run rewrites at most one target's worth of small files, so the time it adds
-to a write is bounded whatever the backlog; the next commits take the rest. On a clustered table
-the files are rewritten in curve order, as a clustering compaction writes them.
+It runs behind the commits, on a thread of the table's own in the process that committed
+(:class:`~sleeper_spark.table.behind_commits.BehindCommits`; for a Spark write, the driver),
+with Arrow and no Spark job: a commit returns as soon as it has landed, and several commits that
+land while a compaction runs are looked at together in the next run. The commits stand whatever
+happens here, so a failure is logged, never raised. Each run rewrites at most one target's worth
+of small files, so a run stays short whatever the backlog: its own commit starts the next run,
+which takes more while the partition is still due. On a
+clustered table the files are rewritten in curve order, as a clustering compaction writes them.
+``t.auto_compaction.flush(timeout)`` waits for the runs handed so far; at interpreter exit
+Python waits for the one in progress.
 
 Appends that land meanwhile survive it, as they survive any compaction. Two processes that
 compact the same files at once cannot both land: the second's commit conflicts, its files are
@@ -27,7 +32,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.errors import CommitConflictError
-from sleeper_spark.maintenance.clustering import COMPACT_OPERATION
 from sleeper_spark.maintenance.compaction import CompactionPlan, commit_compaction, rewrite_plan
 from sleeper_spark.maintenance.planning import FileGroup, PartitionKey, pack, small_file_limit
 from sleeper_spark.models import Snapshot
@@ -41,14 +45,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def compact_after_commit(table: Table, state: TableState) -> Snapshot | None:
-    """Compacts what ``state``'s newest commit made due, if the table asks for it; the snapshot of
-    the compaction, or None. Never raises: the commit before it has landed."""
+def compact_after_commits(table: Table, state: TableState, since: int) -> Snapshot | None:
+    """Compacts what the commits after version ``since`` up to ``state`` made due, if the table
+    asks for it; the snapshot of the compaction, or None. Never raises: the commits have landed."""
     settings = auto_compaction(state.properties, DEFAULT_TARGET_FILE_BYTES)
     if settings is None:
         return None
     try:
-        groups = due_groups(state, settings)
+        groups = due_groups(state, settings, since)
         if not groups:
             return None
         columns = tuple(c for c in clustering_columns(state.properties) if c in state.schema.names)
@@ -63,14 +67,16 @@ def compact_after_commit(table: Table, state: TableState) -> Snapshot | None:
     return None
 
 
-def due_groups(state: TableState, settings: AutoCompaction) -> list[FileGroup]:
-    """The groups to compact after ``state``'s newest commit: small files of the partitions it added
-    files to that hold more than ``min_files`` of them; at most one target's worth of input."""
-    latest = state.latest
-    if latest is None or latest.operation == COMPACT_OPERATION or not latest.files_added:
-        return []
+def due_groups(state: TableState, settings: AutoCompaction, since: int) -> list[FileGroup]:
+    """The groups to compact after the commits after version ``since``: small files of the
+    partitions they added files to that hold more than ``min_files`` of them; at most one target's
+    worth of input."""
+    if len(state.files) <= settings.min_files:
+        return []  # no partition can be due: most commits stop here, before any Arrow work
     files = state.files.table()
-    added = files.filter(pc.equal(files.column("added_version"), latest.version))
+    added = files.filter(pc.greater(files.column("added_version"), since))
+    if not added.num_rows:
+        return []
     touched = set(_partition_keys(added, state.partition_by))
     small = files.filter(pc.less(files.column("size_bytes"), small_file_limit(settings.target_file_bytes)))
     keys = _partition_keys(small, state.partition_by)

@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 SPARK_MIN_BYTES = 256 * 2**20
 LOCAL_THREADS = 4
 EXECUTORS = ("auto", "local", "spark")
+_WRITE_BATCH_ROWS = 65_536  # rows of small files handed to the writer in one call
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,10 @@ def rewrite_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef])
                             target_file_bytes=job.target_file_bytes)
     arrow_schema = job.schema.to_arrow()
     removed: list[str] = []
+    # Small files' rows go to the writer together: each write call splits its rows by partition
+    # and conforms them to the schema, which cost more than reading a one-row file.
+    pending: list[pa.Table] = []
+    pending_rows = 0
     try:
         for file in files:
             data = read_file(store, job.table_root, file, arrow_schema, None, None)
@@ -84,7 +89,13 @@ def rewrite_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef])
                 data = kept
             removed.append(file.path)
             if data.num_rows:
-                writer.write(data)
+                pending.append(data)
+                pending_rows += data.num_rows
+            if pending_rows >= _WRITE_BATCH_ROWS:
+                writer.write(pa.concat_tables(pending))
+                pending, pending_rows = [], 0
+        if pending:
+            writer.write(pa.concat_tables(pending))
         added = writer.close()
     except BaseException:
         writer.abort()

@@ -15,11 +15,13 @@ from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import ConfigError, NoSnapshotsError, SnapshotNotFoundError
 from sleeper_spark.log import TableEntry
 from sleeper_spark.models import AddFiles, FileRef, Snapshot, TableSchema, TruncateReport, VacuumReport, VerifyReport
+from sleeper_spark.models.clustering import may_be_due
 from sleeper_spark.state import TableState
 from sleeper_spark.state.file_columns import public_view, with_event_time
 from sleeper_spark.storage import ObjectStore
 from sleeper_spark.table import changes, reading, schema_changes
 from sleeper_spark.table.arrow_writes import write_arrow
+from sleeper_spark.table.behind_commits import BehindCommits
 from sleeper_spark.table.extensions import is_spark_dataframe, maintenance_jobs, spark_bridge
 from sleeper_spark.table.publishing import TablePublishing
 from sleeper_spark.table.writes import (
@@ -50,6 +52,9 @@ class Table:
         self.publishing = TablePublishing(self)  # Iceberg and Delta, behind the commits
         self.iceberg = self.publishing.iceberg
         self.delta = self.publishing.delta
+        # Automatic compaction (compaction.auto), behind the commits; flush() waits for it.
+        self.auto_compaction = BehindCommits(f"sleeper-compact-{entry.name}",
+                                             lambda state, since: maintenance_jobs().compact_behind(self, state, since))
         if head.after_commit is None:
             head.after_commit = self._after_commit
 
@@ -57,10 +62,11 @@ class Table:
         return f"Table({self.name!r}, id={self.table_id})"
 
     def _after_commit(self, state: TableState) -> None:
-        """What follows each commit of this table in this process: publishing (behind, in a thread of
-        its own) and automatic compaction (here, bounded; see sleeper_spark.maintenance.auto_compaction)."""
+        """What follows each commit of this table in this process, each behind it on a thread of its
+        own: publishing, and automatic compaction (see sleeper_spark.maintenance.auto_compaction)."""
         self.publishing.after_commit(state)
-        maintenance_jobs().after_commit(self, state)
+        if may_be_due(state.properties, len(state.files)):  # most commits of a small table wake nothing
+            self.auto_compaction.hand(state)
 
     @property
     def name(self) -> str:

@@ -27,12 +27,14 @@ import sleeper_spark as ss
 from tests.fixtures.iceberg_predicates import Row, multiset
 from tests.iceberg.test_duckdb_differential import ADDED, RANGED, literal, random_history
 from tests.iceberg.test_iceberg_differential import SCHEMA, difference, every_operation
+from tests.reliability.budget import LONG_RUN
 
 deltalake = pytest.importorskip("deltalake")
 duckdb = pytest.importorskip("duckdb")
 duckdb_ext = pytest.importorskip("duckdb_ext")  # the extension files of duckdb-ext-delta
 
-TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ENGINES", "2"))
+# One random table by default, two in a long run (each is one engine reading every version).
+TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ENGINES", "2" if LONG_RUN else "1"))
 SEED = int(os.environ.get("SLEEPER_DIFFERENTIAL_SEED", "0"))
 
 

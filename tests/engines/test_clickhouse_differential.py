@@ -33,11 +33,13 @@ from tests.fixtures.iceberg_predicates import multiset
 from tests.fixtures.servers import TEST_CREDENTIALS
 from tests.iceberg.test_duckdb_differential import ADDED, random_history
 from tests.iceberg.test_iceberg_differential import SCHEMA, difference, every_operation
+from tests.reliability.budget import LONG_RUN
 
 chdb = pytest.importorskip("chdb")
 deltalake = pytest.importorskip("deltalake")
 
-TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ENGINES", "2"))
+# One random table by default, two in a long run (each is one engine reading every version).
+TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ENGINES", "2" if LONG_RUN else "1"))
 SEED = int(os.environ.get("SLEEPER_DIFFERENTIAL_SEED", "0"))
 # What ClickHouse's Date32 and DateTime64 hold.
 FIRST_DAY, LAST_DAY = dt.date(1900, 1, 1), dt.date(2299, 12, 31)

@@ -26,11 +26,13 @@ import pytest
 import sleeper_spark as ss
 from tests.fixtures.iceberg_predicates import Row, chunk, multiset, random_columns, value
 from tests.iceberg.test_iceberg_differential import difference
+from tests.reliability.budget import LONG_RUN
 
 duckdb = pytest.importorskip("duckdb")
 duckdb_ext = pytest.importorskip("duckdb_ext")  # the extension files of duckdb-ext-iceberg and -avro
 
-TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ENGINES", "2"))
+# One random table by default, two in a long run (each is one engine reading every version).
+TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ENGINES", "2" if LONG_RUN else "1"))
 SEED = int(os.environ.get("SLEEPER_DIFFERENTIAL_SEED", "0"))
 # Columns added after the first files are written: one float (its NaN and -0.0), one string.
 ADDED = {"late_f": pa.float64(), "late_s": pa.string()}

@@ -33,13 +33,15 @@ def test_one_row_appends_keep_at_most_min_files_plus_one_live_files_a_partition(
     # When 100 one-row appends land, 90 in one partition and 10 in another
     for seq in range(100):
         table.write(rows(seq, 1, "d2" if seq % 10 == 0 else "d1"))
-    # Then no partition ever holds more than 9 live files, and every row is there exactly once
+    # Then, once the compactions behind them are done, no partition holds more than 9 live files,
+    # and every row is there exactly once
+    assert table.auto_compaction.flush(60)
     assert max(live_files_by_day(table).values()) <= 9
     assert row_set(table) == sorted(("d2" if n % 10 == 0 else "d1", n, f"row {n}") for n in range(100))
-    # And the compactions are in the history, each after the append that made a partition due
+    # And the compactions are in the history, each writing a file a partition
     history = table.history()
     compactions = [s for s in history if s.operation == "compact"]
-    assert len(compactions) >= 9 and all(s.files_added == 1 for s in compactions)
+    assert len(compactions) >= 2 and all(s.files_added <= 2 for s in compactions)
     assert [s.operation for s in history].count("append") == 100
 
 
@@ -47,11 +49,12 @@ def test_a_table_without_the_property_keeps_every_small_file(local_catalog: ss.C
     table = local_catalog.create_table("events", SCHEMA, partition_by=["day"])
     for seq in range(20):
         table.write(rows(seq, 1, "d1"))
+    assert table.auto_compaction.flush(60)
     assert live_files_by_day(table) == {"d1": 20}
     assert all(s.operation == "append" for s in table.history()[1:])
 
 
-def test_a_backlog_is_compacted_one_target_s_worth_a_commit(local_catalog: ss.Catalog) -> None:
+def test_a_backlog_is_compacted_one_target_s_worth_a_run(local_catalog: ss.Catalog) -> None:
     # Given 40 small files written before automatic compaction was turned on
     table = local_catalog.create_table("events", SCHEMA, partition_by=["day"])
     for seq in range(40):
@@ -60,19 +63,19 @@ def test_a_backlog_is_compacted_one_target_s_worth_a_commit(local_catalog: ss.Ca
     # When it is turned on with a target that holds ten of them, and one more append lands
     target = 10 * size + 1
     table.set_properties({**AUTO, "compaction.target_file_bytes": str(target)})
-    table.write(rows(40, 1, "d1"))
-    # Then the compaction behind that append rewrote at most one target's worth of files
-    latest = table.history()[-1]
-    assert latest.operation == "compact" and 2 <= latest.files_removed <= 10
-    removed = {f.path: f.size_bytes for f in table.files(latest.version - 1)}
-    for file in table.files(latest.version):
-        removed.pop(file.path, None)
-    assert sum(removed.values()) <= target and len(table.files()) == 41 - latest.files_removed + 1
-    # And each further append takes another bite, until the partition is below the threshold
-    for seq in range(41, 45):
-        table.write(rows(seq, 1, "d1"))
-    assert len(table.files()) < 41 - latest.files_removed + 1
-    assert sorted(table.scan().column("n").to_pylist()) == list(range(45))
+    appended = table.write(rows(40, 1, "d1"))
+    assert table.auto_compaction.flush(60)
+    # Then compactions followed it, each rewriting at most one target's worth of files, one after
+    # another (each compaction's own commit hands the next run the partition) until it was no longer due
+    compactions = [s for s in table.history() if s.version > appended.version]
+    assert len(compactions) >= 3 and all(s.operation == "compact" for s in compactions)
+    for snapshot in compactions:
+        removed = {f.path: f.size_bytes for f in table.files(snapshot.version - 1)}
+        for file in table.files(snapshot.version):
+            removed.pop(file.path, None)
+        assert len(removed) >= 2 and sum(removed.values()) <= target
+    assert len(table.files()) <= 9
+    assert sorted(table.scan().column("n").to_pylist()) == list(range(41))
 
 
 def test_only_the_partitions_a_commit_wrote_are_compacted(local_catalog: ss.Catalog) -> None:
@@ -81,9 +84,12 @@ def test_only_the_partitions_a_commit_wrote_are_compacted(local_catalog: ss.Cata
         table.write(rows(seq, 1, "d1"))
     table.set_properties(AUTO)
     table.write(rows(20, 1, "d2"))  # d1 is due, but this commit did not write it
+    assert table.auto_compaction.flush(60)
     assert live_files_by_day(table) == {"d1": 20, "d2": 1}
     state = table.state()
-    assert due_groups(state, AutoCompaction(min_files=8, target_file_bytes=128 * 2**20)) == []
+    settings = AutoCompaction(min_files=8, target_file_bytes=128 * 2**20)
+    assert due_groups(state, settings, state.version - 1) == []
+    assert len(due_groups(state, settings, 0)) == 1  # counting every commit, d1 is due
 
 
 def test_a_failed_compaction_leaves_the_commit_standing_and_says_so(local_catalog: ss.Catalog,
@@ -98,6 +104,7 @@ def test_a_failed_compaction_leaves_the_commit_standing_and_says_so(local_catalo
     # When the append that makes it due lands
     with caplog.at_level(logging.WARNING, logger="sleeper_spark.maintenance.auto_compaction"):
         snapshot = table.write(rows(8, 1, "d1"))
+        assert table.auto_compaction.flush(60)
     table.store = store
     # Then the append stands, the compaction is not in the log, and the warning says what happened
     assert refusing.refused, "the compaction never tried to write"
@@ -107,8 +114,8 @@ def test_a_failed_compaction_leaves_the_commit_standing_and_says_so(local_catalo
 
 
 class RefusingCompactedFiles:
-    """The table's store, refusing new objects from any thread but the main one: compaction writes
-    its files from driver threads (maintenance/rewrite.py), an Arrow append from the caller's."""
+    """The table's store, refusing new objects from any thread but the main one: compaction runs
+    behind the commits on a thread of its own, an Arrow append in the caller's."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -151,6 +158,7 @@ def append_with_auto_compaction(warehouse: str, writer: int, ready: Any) -> list
             outcomes.append(WriteOutcome(writer, seq, 1, committed=True))
         except ss.SleeperSparkError:
             outcomes.append(WriteOutcome(writer, seq, 1, committed=False))
+    assert table.auto_compaction.flush(120)
     return outcomes
 
 

@@ -30,7 +30,11 @@ SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/stor
                            (tests/integration/test_aws_commits.py)
                            and refused metadata on AWS and the object store
                            and six Iceberg differential tables (tests/iceberg)
-                           and the spark_job example by scripts/examples.sh too
+                           and the spark_job example by scripts/examples.sh too,
+                           and the changes, notebook, streaming and streaming_upsert
+                           examples (tests/test_examples.py)
+                           and a second random table in each engine differential
+                           (DuckDB, ClickHouse, delta-rs)
                            and 20 racing rounds, not 10, in the log and store contracts
 =========================  ==========================================================  ==========
 
