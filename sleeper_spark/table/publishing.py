@@ -6,12 +6,13 @@ commit beside the table, which a table nobody reads from other engines does not 
 ``Table.iceberg_metadata()``, ``Table.publish_iceberg()``, ``Table.delta_location()`` and
 ``Table.publish_delta()`` publish on request whatever the setting.
 
-After a commit, publishing runs behind it on a thread of the table's own, so that a commit costs
-what it cost before: the thread publishes the newest committed state in each format that is on
-(catching up on every version since the last it published), then ends once idle for
-:data:`IDLE_EXIT_S`. It is not a daemon thread: at interpreter exit Python waits for it to
-finish what was committed, and it holds nothing else up. :meth:`TablePublishing.flush` waits
-for it. A format that fails logs a warning and leaves the commit and the other format alone.
+After a commit, publishing runs behind it on a thread of the table's own
+(:class:`~sleeper_spark.table.behind_commits.BehindCommits`), so that a commit costs what it cost
+before: the thread publishes the newest committed state in each format that is on (catching up
+on every version since the last it published), then ends once idle. It is not a daemon thread:
+at interpreter exit Python waits for it to finish what was committed, and it holds nothing else
+up. :meth:`TablePublishing.flush` waits for it. A format that fails logs a warning and leaves
+the commit and the other format alone.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sleeper_spark.errors import ConfigError, IcebergPublishError
 from sleeper_spark.layout import DELTA_LOG_DIR, ICEBERG_HINT
 from sleeper_spark.state import TableState
 from sleeper_spark.storage import join_key
+from sleeper_spark.table.behind_commits import BehindCommits
 
 if TYPE_CHECKING:
     from sleeper_spark.delta.publisher import DeltaPublisher
@@ -38,8 +40,6 @@ logger = logging.getLogger(__name__)
 # ``iceberg_publish`` / ``delta_publish`` setting turns it on for every table that does not say.
 PUBLISH_PROPERTY = "iceberg.publish"
 DELTA_PUBLISH_PROPERTY = "delta.publish"
-# How long the publishing thread waits for another commit before it ends.
-IDLE_EXIT_S = 0.25
 
 
 def publishing_enabled(state: TableState, catalog_default: bool, prop: str = PUBLISH_PROPERTY) -> bool:
@@ -54,47 +54,23 @@ class TablePublishing:
         self._table = table
         self.iceberg = IcebergPublishing(table)
         self.delta = DeltaPublishing(table)
-        self._changed = threading.Condition()
-        self._pending: TableState | None = None  # the newest committed state not yet handed over
-        self._busy = False
-        self._worker: threading.Thread | None = None
+        self._behind = BehindCommits(f"sleeper-publish-{table.name}", self._publish)
 
     def after_commit(self, state: TableState) -> None:
         """Hands ``state`` to the publishing thread if a format is on; returns at once."""
-        if not (self.iceberg.enabled(state) or self.delta.enabled(state)):
-            return
-        with self._changed:
-            if self._pending is None or state.version > self._pending.version:
-                self._pending = state
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._publish_behind, daemon=False,
-                                                name=f"sleeper-publish-{self._table.name}")
-                self._worker.start()
-            self._changed.notify_all()
+        if self.iceberg.enabled(state) or self.delta.enabled(state):
+            self._behind.hand(state)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Waits until every commit handed to the publishing thread was published (or failed, which
         it logs); False if ``timeout`` seconds passed first."""
-        with self._changed:
-            return self._changed.wait_for(lambda: self._pending is None and not self._busy, timeout)
+        return self._behind.flush(timeout)
 
-    def _publish_behind(self) -> None:
-        while True:
-            with self._changed:
-                if self._pending is None:
-                    self._changed.wait(IDLE_EXIT_S)
-                if self._pending is None:
-                    self._worker = None
-                    return
-                state, self._pending, self._busy = self._pending, None, True
-            try:
-                for format_ in (self.iceberg, self.delta):
-                    if format_.enabled(state):
-                        self._publish_one(format_, state)
-            finally:
-                with self._changed:
-                    self._busy = False
-                    self._changed.notify_all()
+    def _publish(self, state: TableState, since: int) -> None:
+        # Each format catches up on every version since the last it published itself.
+        for format_ in (self.iceberg, self.delta):
+            if format_.enabled(state):
+                self._publish_one(format_, state)
 
     def _publish_one(self, format_: IcebergPublishing | DeltaPublishing, state: TableState) -> None:
         try:

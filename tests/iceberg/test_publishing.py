@@ -27,7 +27,7 @@ import sleeper_spark as ss
 from sleeper_spark.cli.main import main as cli_main
 from sleeper_spark.commit import utc_now
 from sleeper_spark.maintenance import truncate_log, vacuum
-from sleeper_spark.table.publishing import IDLE_EXIT_S
+from sleeper_spark.table.behind_commits import IDLE_EXIT_S
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
 LATER = utc_now() + timedelta(hours=1)  # truncation never cuts young transactions: look from later on

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
 import sleeper_spark as ss
+from tests.invariants import WriteOutcome
 
 SCHEMA = pa.schema([("day", pa.string()), ("n", pa.int64()), ("label", pa.string())])
 
@@ -16,6 +18,24 @@ SCHEMA = pa.schema([("day", pa.string()), ("n", pa.int64()), ("label", pa.string
 def rows(start: int, count: int, day: str) -> pa.Table:
     return pa.table({"day": [day] * count, "n": list(range(start, start + count)),
                      "label": [f"row {i}" for i in range(start, start + count)]}, schema=SCHEMA)
+
+
+def append_tagged_rows(warehouse: str, writer: int, ready: Any, appends: int, days: tuple[str, ...]
+                       ) -> list[WriteOutcome]:
+    """In a racing process: ``appends`` one-row appends to ``events``, tagged with the writer and
+    sequence number, spread over ``days``; then waits for the table's automatic compaction, if any."""
+    table = ss.Catalog.local(warehouse).table("events")
+    ready.wait()
+    outcomes = []
+    for seq in range(appends):
+        try:
+            table.write(rows(1000 * (writer + 1) + seq, 1, days[seq % len(days)]),
+                        metadata={"writer": str(writer), "seq": str(seq)})
+            outcomes.append(WriteOutcome(writer, seq, 1, committed=True))
+        except ss.SleeperSparkError:
+            outcomes.append(WriteOutcome(writer, seq, 1, committed=False))
+    table.auto_compaction.flush(120)
+    return outcomes
 
 
 def table_of_appends(catalog: ss.Catalog, appends: int, days: tuple[str, ...] = ("d1", "d2"),

@@ -15,7 +15,7 @@ from sleeper_spark.maintenance.auto_compaction import due_groups
 from sleeper_spark.models.clustering import AutoCompaction
 from tests.fixtures.processes import racing_context
 from tests.invariants import WriteOutcome, check_table_invariants
-from tests.maintenance.tables import SCHEMA, row_set, rows
+from tests.maintenance.tables import SCHEMA, append_tagged_rows, row_set, rows
 
 AUTO = {"compaction.auto": "true", "compaction.auto.min_files": "8"}
 
@@ -149,17 +149,7 @@ APPENDS = 30
 
 
 def append_with_auto_compaction(warehouse: str, writer: int, ready: Any) -> list[WriteOutcome]:
-    table = ss.Catalog.local(warehouse).table("events")
-    ready.wait()
-    outcomes = []
-    for seq in range(APPENDS):
-        try:
-            table.write(rows(1000 * (writer + 1) + seq, 1, "d1"), metadata={"writer": str(writer), "seq": str(seq)})
-            outcomes.append(WriteOutcome(writer, seq, 1, committed=True))
-        except ss.SleeperSparkError:
-            outcomes.append(WriteOutcome(writer, seq, 1, committed=False))
-    assert table.auto_compaction.flush(120)
-    return outcomes
+    return append_tagged_rows(warehouse, writer, ready, APPENDS, ("d1",))
 
 
 def test_racing_processes_compacting_behind_their_appends_lose_nothing_and_never_compact_a_file_twice(

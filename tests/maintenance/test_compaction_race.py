@@ -10,7 +10,7 @@ import sleeper_spark as ss
 from sleeper_spark import maintenance
 from tests.fixtures.processes import racing_context
 from tests.invariants import WriteOutcome, check_table_invariants
-from tests.maintenance.tables import SCHEMA, rows
+from tests.maintenance.tables import SCHEMA, append_tagged_rows, rows
 
 APPENDERS = 3
 APPENDS = 20
@@ -18,17 +18,7 @@ INITIAL = 60
 
 
 def append_many(warehouse: str, writer: int, ready: Any) -> list[WriteOutcome]:
-    table = ss.Catalog.local(warehouse).table("events")
-    ready.wait()
-    outcomes = []
-    for seq in range(APPENDS):
-        try:
-            table.write(rows(1000 * (writer + 1) + seq, 1, f"d{seq % 2}"),
-                        metadata={"writer": str(writer), "seq": str(seq)})
-            outcomes.append(WriteOutcome(writer, seq, 1, committed=True))
-        except ss.SleeperSparkError:
-            outcomes.append(WriteOutcome(writer, seq, 1, committed=False))
-    return outcomes
+    return append_tagged_rows(warehouse, writer, ready, APPENDS, ("d0", "d1"))
 
 
 def wait_for_version_above(table: ss.Table, version: int, timeout_s: float = 300) -> None:
