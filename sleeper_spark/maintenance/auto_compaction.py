@@ -12,8 +12,8 @@ with Arrow and no Spark job: a commit returns as soon as it has landed, and seve
 land while a compaction runs are looked at together in the next run. The commits stand whatever
 happens here, so a failure is logged, never raised. Each run rewrites at most one target's worth
 of small files, so a run stays short whatever the backlog: its own commit starts the next run,
-which takes more while the partition is still due. On a
-clustered table the files are rewritten in curve order, as a clustering compaction writes them.
+which takes more while the partition is still due. On a clustered table the files are rewritten
+in curve order, as a clustering compaction writes them.
 ``t.auto_compaction.flush(timeout)`` waits for the runs handed so far; at interpreter exit
 Python waits for the one in progress.
 
