@@ -163,3 +163,32 @@ def test_mistakes_are_refused_before_anything_is_written(spark: SparkSession, ca
     nanos.write(pa.table({"at": pa.array([1], pa.timestamp("ns", "UTC"))}))
     with pytest.raises(ss.ConfigError, match="nanosecond timestamps"):
         nanos.update(spark, {"at": "at"})
+
+
+def test_a_small_merge_with_spark_s_default_shuffle_partitions_runs_few_tasks(spark: SparkSession,
+                                                                                catalog: ss.Catalog) -> None:
+    # Given a 2-row table, and the session at Spark's default of 200 shuffle partitions
+    table = catalog.create_table("small", pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    table.write(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    source = spark.createDataFrame([(2, "x"), (3, "n")], "id long, v string")
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    context = spark.sparkContext
+    try:
+        context.setJobGroup("small-merge", "a small merge")
+        # When 2 source rows are merged in
+        snapshot = table.merge(source, "target.id = source.id").when_matched_update().when_not_matched_insert() \
+            .execute()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    # Then the rows are right, and its jobs ran a few tasks, not stages of 200 (adaptive execution
+    # sizes every shuffle after the join to the data)
+    assert sorted(table.scan().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "x"}, {"id": 3, "v": "n"}]
+    assert snapshot.operation_metrics["rows_updated"] == 1 and snapshot.operation_metrics["rows_inserted"] == 1
+    tracker = context.statusTracker()
+    stages = [tracker.getStageInfo(s) for job in tracker.getJobIdsForGroup("small-merge")
+              for s in tracker.getJobInfo(job).stageIds]  # type: ignore[union-attr]
+    ran = sum(s.numCompletedTasks for s in stages if s is not None)
+    assert 0 < ran <= 60, ran  # 618 when the join took a number of tasks of its own
