@@ -105,8 +105,6 @@ def curve_keys(data: pa.Table, columns: Sequence[str], curve: str = "hilbert") -
 
 def curve_order(data: pa.Table, columns: Sequence[str], curve: str = "hilbert") -> pa.Array:
     """Indices that put ``data``'s rows in curve order over ``columns`` (stable: ties keep row order)."""
-    if not len(data):
-        return pa.array([], pa.uint64())
     keys = curve_keys(data, columns, curve)
     return pc.sort_indices(pa.table({"key": keys}), sort_keys=[("key", "ascending")])
 

@@ -32,10 +32,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.errors import CommitConflictError
-from sleeper_spark.maintenance.compaction import CompactionPlan, commit_compaction, rewrite_plan
+from sleeper_spark.maintenance.compaction import CompactionPlan, commit_compaction, compaction_clustering, rewrite_plan
 from sleeper_spark.maintenance.planning import FileGroup, PartitionKey, pack, small_file_limit
 from sleeper_spark.models import Snapshot
-from sleeper_spark.models.clustering import AutoCompaction, auto_compaction, clustering_columns
+from sleeper_spark.models.clustering import AutoCompaction, auto_compaction
 from sleeper_spark.source_options import DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.state import TableState
 
@@ -55,8 +55,7 @@ def compact_after_commits(table: Table, state: TableState, since: int) -> Snapsh
         groups = due_groups(state, settings, since)
         if not groups:
             return None
-        columns = tuple(c for c in clustering_columns(state.properties) if c in state.schema.names)
-        plan = CompactionPlan(state.version, settings.target_file_bytes, tuple(groups), columns)
+        plan = CompactionPlan(state.version, settings.target_file_bytes, tuple(groups), compaction_clustering(state))
         return commit_compaction(table, plan, rewrite_plan(table, plan, executor="local"))
     except CommitConflictError as conflict:
         log.info("table %s: automatic compaction after version %d dropped, another commit took its files first "

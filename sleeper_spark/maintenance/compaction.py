@@ -38,6 +38,7 @@ from sleeper_spark.maintenance.replacement import commit_replacement
 from sleeper_spark.models import FileRef, Snapshot
 from sleeper_spark.models.clustering import CURVE, clustering_columns
 from sleeper_spark.source_options import DEFAULT_TARGET_FILE_BYTES
+from sleeper_spark.state import TableState
 
 if TYPE_CHECKING:
     from sleeper_spark.table import Table
@@ -92,13 +93,18 @@ def plan_compaction(table: Table, target_file_bytes: int = DEFAULT_TARGET_FILE_B
             f"not a {type(where).__name__}"
         )
     state = table.state()
-    # A column dropped since (ALTER TABLE refuses that, a racing change may not) no longer clusters.
-    columns = tuple(c for c in clustering_columns(state.properties) if c in state.schema.names)
+    columns = compaction_clustering(state)
     if columns:
         return CompactionPlan(state.version, target_file_bytes, tuple(plan_clustering(state, columns, where)),
                               columns)
     groups = plan_groups(state, where, target_file_bytes)
     return CompactionPlan(state.version, target_file_bytes, tuple(groups))
+
+
+def compaction_clustering(state: TableState) -> tuple[str, ...]:
+    """The clustering columns a compaction of ``state`` lays files out by: a column dropped since
+    (ALTER TABLE refuses that, a racing change may not) no longer clusters."""
+    return tuple(c for c in clustering_columns(state.properties) if c in state.schema.names)
 
 
 def rewrite_plan(table: Table, plan: CompactionPlan, spark: Any = None, *, executor: str = "auto",

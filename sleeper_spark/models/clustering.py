@@ -121,10 +121,6 @@ class AutoCompaction:
     target_file_bytes: int
 
 
-def auto_compaction_on(properties: Mapping[str, str]) -> bool:
-    return properties.get(AUTO_COMPACTION, "false").strip().lower() == "true"
-
-
 def may_be_due(properties: Mapping[str, str], live_files: int) -> bool:
     """Whether a table of ``live_files`` files may hold a partition automatic compaction is due
     for: never while the whole table holds no more than ``min_files`` files."""
@@ -135,7 +131,7 @@ def may_be_due(properties: Mapping[str, str], live_files: int) -> bool:
 def auto_compaction(properties: Mapping[str, str], default_target: int) -> AutoCompaction | None:
     """The settings when ``compaction.auto`` is true, else None. A number this library did not
     write takes its default (setting one is checked by :func:`check_auto_compaction`)."""
-    if not auto_compaction_on(properties):
+    if properties.get(AUTO_COMPACTION, "false").strip().lower() != "true":
         return None
     return AutoCompaction(_positive(properties.get(AUTO_COMPACTION_MIN_FILES)) or DEFAULT_AUTO_COMPACTION_MIN_FILES,
                           _positive(properties.get(COMPACTION_TARGET_FILE_BYTES)) or default_target)

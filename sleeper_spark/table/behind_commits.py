@@ -30,15 +30,15 @@ class BehindCommits:
         self._work = work
         self._changed = threading.Condition()
         self._pending: TableState | None = None  # the newest committed state not yet handed to the work
-        self._seen: int | None = None  # the newest version the work has run on
+        self._seen = -1  # the newest version the work has run on (-1: none yet)
         self._busy = False
         self._worker: threading.Thread | None = None
 
     def hand(self, state: TableState) -> None:
         """Hands ``state`` (just committed) to the thread; returns at once."""
         with self._changed:
-            if self._seen is None:
-                self._seen = state.version - 1
+            if self._seen < 0:
+                self._seen = state.version - 1  # the work starts at the first commit it is handed
             if self._pending is None or state.version > self._pending.version:
                 self._pending = state
             if self._worker is None:
@@ -60,7 +60,7 @@ class BehindCommits:
                     self._worker = None
                     return
                 state, self._pending, self._busy = self._pending, None, True
-                since = self._seen if self._seen is not None else state.version - 1
+                since = self._seen
             try:
                 self._work(state, since)
             except Exception:  # the work logs what it knows; this keeps the thread alive
