@@ -10,6 +10,11 @@ overwrite's grows with the table's bytes: hence the two shapes.
 
 UPDATE of one key in the 4-column table against the same UPDATE whose ``where`` holds for every
 row, which reads and rewrites every file: both run in turn, the table restored before each.
+
+A small MERGE at Spark's default settings (200 shuffle partitions, adaptive execution on), as CDC
+upserts and streaming ``foreachBatch`` run all day: 1,000 rows (500 updates, 500 inserts) into a
+1,000-row table, after a first, unmeasured one; its tasks counted by Spark's status tracker (the
+jobs of the MERGE's own job group). The baseline overwrites the table with the same result.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ def run(report: Report, quick: bool) -> None:
         for label, extra in (("4 columns", 2), ("22 columns, the Spark benchmarks' shape", 20)):
             _merge_against_overwrite(report, spark, work / label.split()[0], rows, files, extra, repeat, label)
         _update_against_rewrite(report, spark, work / "update", rows, files, repeat)
+        _small_merge_at_spark_defaults(report, spark, work / "small", 3 if quick else 7)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -120,3 +126,55 @@ def _check_same_result(catalog: ss.Catalog, spark: Any, rows: int) -> None:
     """The last run was the overwrite: its rows are what the merge gives (both checked by count and sum)."""
     result = catalog.read(spark, "t").selectExpr("count(*) AS n", "sum(id) AS ids").collect()[0]
     assert result["n"] == rows + 500 and result["ids"] == sum(range(rows + 500)), result
+
+
+def _small_merge_at_spark_defaults(report: Report, spark: Any, folder: Path, repeat: int) -> None:
+    catalog = ss.Catalog.local(str(folder))
+    first = catalog.write(spark.range(1_000).selectExpr(*_columns(2)).repartitionByRange(4, "id"), "t")
+    table = catalog.table("t")
+    source = spark.range(500, 1_500).selectExpr(*[c.replace("id + ", "id + 1 + ") for c in _columns(2)]).cache()
+    source.count()
+    context = spark.sparkContext
+    tracker = context.statusTracker()
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")  # Spark's default; the session's is 8
+
+    def merge(group: str) -> int:
+        """Runs the merge in job group ``group``; the tasks its jobs ran."""
+        context.setJobGroup(group, group)
+        try:
+            table.merge(source, "target.id = source.id").when_matched_update().when_not_matched_insert().execute()
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        stages = [tracker.getStageInfo(s) for job in tracker.getJobIdsForGroup(group)
+                  for s in tracker.getJobInfo(job).stageIds]  # type: ignore[union-attr]
+        return sum(s.numCompletedTasks for s in stages if s is not None)
+
+    def overwrite() -> None:
+        kept = catalog.read(spark, "t").join(source, "id", "left_anti")
+        catalog.write(kept.unionByName(source), "t", mode="overwrite")
+
+    try:
+        table.restore(first.version)
+        merge("small-merge-first")  # the first statement plans and compiles what the others reuse
+        tasks: list[int] = []
+        merge_runs, overwrite_runs = [], []
+        for run in range(repeat):
+            for side in ("merge", "overwrite") if run % 2 == 0 else ("overwrite", "merge"):
+                table.restore(first.version)
+                started = time.perf_counter()
+                if side == "merge":
+                    tasks.append(merge(f"small-merge-{run}"))
+                    merge_runs.append(time.perf_counter() - started)
+                else:
+                    overwrite()
+                    overwrite_runs.append(time.perf_counter() - started)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+        source.unpersist()
+    ours, baseline = Measurement(tuple(merge_runs)), Measurement(tuple(overwrite_runs))
+    met = ours.median <= 2.0 and max(tasks) <= 20
+    report.add(Row("MERGE of 1,000 rows (500 updates, 500 inserts) into 1,000 rows in 4 files at Spark's default "
+                   "settings (200 shuffle partitions, adaptive execution), after the first, vs overwriting the table",
+                   seconds(ours), seconds(baseline), ours.median / baseline.median, "<= 2 s (median), <= 20 tasks",
+                   met, f"{min(tasks)}-{max(tasks)} tasks a MERGE"))

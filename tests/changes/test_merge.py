@@ -4,6 +4,7 @@ what the SQL semantics give when worked out in Python over the raw rows."""
 from __future__ import annotations
 
 import random
+import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -175,7 +176,8 @@ def test_a_small_merge_with_spark_s_default_shuffle_partitions_runs_few_tasks(sp
     spark.conf.set("spark.sql.shuffle.partitions", "200")
     context = spark.sparkContext
     try:
-        context.setJobGroup("small-merge", "a small merge")
+        group = f"small-merge-{uuid.uuid4().hex}"  # the session is shared: a group of this run's own
+        context.setJobGroup(group, "a small merge")
         # When 2 source rows are merged in
         snapshot = table.merge(source, "target.id = source.id").when_matched_update().when_not_matched_insert() \
             .execute()
@@ -188,7 +190,9 @@ def test_a_small_merge_with_spark_s_default_shuffle_partitions_runs_few_tasks(sp
         {"id": 1, "v": "a"}, {"id": 2, "v": "x"}, {"id": 3, "v": "n"}]
     assert snapshot.operation_metrics["rows_updated"] == 1 and snapshot.operation_metrics["rows_inserted"] == 1
     tracker = context.statusTracker()
-    stages = [tracker.getStageInfo(s) for job in tracker.getJobIdsForGroup("small-merge")
+    stages = [tracker.getStageInfo(s) for job in tracker.getJobIdsForGroup(group)
               for s in tracker.getJobInfo(job).stageIds]  # type: ignore[union-attr]
     ran = sum(s.numCompletedTasks for s in stages if s is not None)
-    assert 0 < ran <= 60, ran  # 618 when the join took a number of tasks of its own
+    # 618 when the join took a number of tasks of its own, 21 when the cardinality check and the
+    # action counts ran the join apart
+    assert 0 < ran <= 20, ran

@@ -106,6 +106,41 @@ def test_min_max_statistics_skip_files(spark: SparkSession, catalog: ss.Catalog,
         assert listed_files(entry, result) == files, predicate
 
 
+def scan_metric(df: DataFrame, name: str) -> int:
+    """The sum of Spark's own scan metric ``name`` (``numFiles`` is the Spark UI's "number of files
+    read") over the scans of the last run of ``df``'s plan, adaptive stages included."""
+    total, nodes = 0, [df._jdf.queryExecution().executedPlan()]
+    while nodes:
+        node = nodes.pop()
+        if node.nodeName() == "AdaptiveSparkPlan":
+            nodes.append(node.executedPlan())
+            continue
+        if node.getClass().getSimpleName().endswith("QueryStageExec"):
+            nodes.append(node.plan())
+            continue
+        if node.metrics().contains(name):
+            total += int(node.metrics().apply(name).value())
+        children = node.children()
+        nodes.extend(children.apply(i) for i in range(children.size()))
+    return total
+
+
+def test_skipped_files_show_in_spark_s_own_metric_and_in_explain(spark: SparkSession, catalog: ss.Catalog) -> None:
+    # Given ten files of 100 ids each
+    for start in range(0, 1000, 100):
+        catalog.write(spark.range(start, start + 100, numPartitions=1), "t")
+    # When a query selects ids of one file, and another reads every row
+    selective = catalog.read(spark, "t").where("id = 250")
+    everything = catalog.read(spark, "t").where("id >= 0")
+    assert len(selective.collect()) == 1 and len(everything.collect()) == 1000
+    # Then Spark's own "number of files read" (the Spark UI's) counts one file against ten
+    assert (scan_metric(selective, "numFiles"), scan_metric(everything, "numFiles")) == (1, 10)
+    # and the plan EXPLAIN prints names the filter handed to the scan
+    explained = selective._jdf.queryExecution().explainString(
+        spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("simple"))
+    assert "PushedFilters: [EqualTo(id,250)]" in explained, explained
+
+
 def test_an_empty_table_reads_as_its_schema(spark: SparkSession, catalog: ss.Catalog, entry: Any) -> None:
     catalog.create_table("empty", ALL_TYPES, partition_by=["flag"])
 

@@ -151,8 +151,6 @@ class MergeBuilder:
                   .select(F.col(ACTION), F.col(f"target.{FILE_COLUMN}").alias(FILE_COLUMN),
                           F.col(f"target.{_ROW_ID}").alias(_ROW_ID), *_new_values(state.schema, codes))
                   .where(F.col(ACTION).isNotNull()))
-        if self._matched:
-            _check_cardinality(result, [c for c in codes if c.startswith("m")] + ["km"], self._table.name)
         return self._commit(state, result, codes, candidates, rows, metadata, app_id, app_version)
 
     def _joined(self, state: TableState, candidates: list[FileRef], pairs: list[tuple[str, str, bool]]) -> Any:
@@ -167,7 +165,7 @@ class MergeBuilder:
             # Both sides hashed by the keys. With adaptive execution on (Spark's default), Spark
             # sizes the join, and the aggregations after it, to the data; a number of tasks given
             # here would keep those aggregations at the session's shuffle partitions (200: a MERGE
-            # of 2 rows into 2 ran 618 tasks in 5-7 s, now 21 in 2-2.5 s). Without it, about a task per
+            # of 2 rows into 2 ran 618 tasks in 5-7 s, 21 without). Without it, about a task per
             # 128 MiB of target files, rather than the session's shuffle partitions.
             adaptive = source.sparkSession.conf.get("spark.sql.adaptive.enabled", "true").lower() == "true"
             tasks = [] if adaptive else \
@@ -186,7 +184,8 @@ class MergeBuilder:
         counts: dict[str, int] = {}
         names = []
         changing = {c for c, clause in codes.items() if clause.kind in ("update", "delete") and c[0] in "mb"}
-        for row in result.groupBy(ACTION, FILE_COLUMN).count().collect():
+        matched = [c for c in codes if c.startswith("m")] + ["km"] if self._matched else []
+        for row in _action_counts(result, matched, self._table.name):
             counts[row[ACTION]] = counts.get(row[ACTION], 0) + row["count"]
             if row[ACTION] in changing:
                 names.append(row[FILE_COLUMN])
@@ -293,18 +292,29 @@ def _target_frame(table: Table, spark: Any, state: TableState, candidates: Seque
     return target.withColumn(_ROW_ID, F.monotonically_increasing_id()).withColumn(_IN_TARGET, F.lit(True))
 
 
-def _check_cardinality(result: Any, matched_codes: list[str], table: str) -> None:
+def _action_counts(result: Any, matched_codes: list[str], table: str) -> list[Any]:
+    """How many rows take each action in each target file (rows of ``ACTION``, ``FILE_COLUMN`` and
+    ``count``), after checking that no target row is matched by two source rows.
+
+    One Spark job for both, so the join runs once for them: rows are counted per action, file and
+    matched target row (every other row shares one group of its action and file), then per action
+    and file, keeping the largest count of one matched target row."""
     from pyspark.sql import functions as F
 
-    # One aggregation, not a limit(1): Spark takes a limit over an aggregate's partitions in rounds.
-    most = (result.where(F.col(ACTION).isin(matched_codes)).groupBy(_ROW_ID).count()
-            .agg(F.max("count")).collect()[0][0])
+    no_row = F.lit(None).cast("long")
+    matched_row = F.when(F.col(ACTION).isin(matched_codes), F.col(_ROW_ID)) if matched_codes else no_row
+    per_row = result.groupBy(ACTION, FILE_COLUMN, matched_row.alias(_ROW_ID)).count()
+    rows: list[Any] = (per_row.groupBy(ACTION, FILE_COLUMN)
+                       .agg(F.sum("count").alias("count"),
+                            F.max(F.when(F.col(_ROW_ID).isNotNull(), F.col("count"))).alias("most")).collect())
+    most = max((row["most"] for row in rows if row["most"] is not None), default=None)
     if most is not None and most > 1:
         raise MergeCardinalityError(
             f"table {table!r}: {most} source rows match one target row; a merge may match each "
             "target row with at most one source row. Deduplicate the source (e.g. keep the newest row per key); "
             "nothing was committed"
         )
+    return rows
 
 
 def _value(clause: _Clause, column: str) -> Any:
