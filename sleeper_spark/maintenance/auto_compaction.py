@@ -60,7 +60,7 @@ def compact_after_commits(table: Table, state: TableState, since: int) -> Snapsh
         if not groups:
             return None
         plan = CompactionPlan(state.version, settings.target_file_bytes, tuple(groups), compaction_clustering(state))
-        return commit_compaction(table, plan, rewrite_plan(table, plan, executor="local"))
+        return commit_compaction(table, plan, rewrite_plan(table, plan, executor="local", state=state))
     except CommitConflictError as conflict:
         log.info("table %s: automatic compaction after version %d dropped, another commit took its files first "
                  "(%s)", table.name, state.version, conflict)
