@@ -81,7 +81,8 @@ def _decoded_together(buffers: Sequence[pa.Buffer], schema: pa.Schema) -> pa.Tab
     schema in one scan, any other file conformed by :func:`_decode`."""
     import pyarrow.dataset as ds  # here, not at the top: importing it takes about 0.2 s
 
-    parquet = ds.ParquetFileFormat()
+    # The bytes are in memory already: buffering reads ahead would only copy them again.
+    parquet = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
     pieces: list[pa.Table] = []
     run: list[ds.Fragment] = []
     for data in buffers:
