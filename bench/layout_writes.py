@@ -41,7 +41,7 @@ def run(report: Report, quick: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-layout-"))
     try:
         _optimized_write(report, work, 50_000 if quick else 2_000_000, 1 if quick else 2)
-        _auto_compaction(report, work, 200 if quick else 1_000, 2 if quick else 6)
+        _auto_compaction(report, work, 200 if quick else 1_000, 2 if quick else 8)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
