@@ -51,11 +51,11 @@ def compact_after_commits(table: Table, state: TableState, since: int) -> Snapsh
     settings = auto_compaction(state.properties, DEFAULT_TARGET_FILE_BYTES)
     if settings is None:
         return None
-    # Planned on the newest state this process holds: the state handed may predate a compaction
-    # that landed since (whose own commit hands nothing once the partition is no longer due), and
-    # a plan on it would rewrite files that compaction already removed, only to conflict.
-    state = max(state, table.head.known_state(), key=lambda s: s.version)
     try:
+        # Planned on the newest state this process holds: the state handed may predate a compaction
+        # that landed since (whose own commit hands nothing once the partition is no longer due),
+        # and a plan on it would rewrite files that compaction already removed, only to conflict.
+        state = max(state, table.head.known_state(), key=lambda s: s.version)
         groups = due_groups(state, settings, since)
         if not groups:
             return None

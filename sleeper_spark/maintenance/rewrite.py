@@ -6,9 +6,9 @@ some of their rows, write what is kept as new files with the shared
 target size, which rows to keep); each *group* of files is one unit of work. The result of a
 group names the files it replaces and the files it wrote; a file none of whose rows would go
 is left out of both, so a delete never rewrites a file it does not change. A compaction keeps
-every row, so it reads its small files many at once
-(:func:`~sleeper_spark.table.reading.read_files`) and checks that it wrote as many rows as the log
-records for the files it replaces.
+every row, so it reads its small files in batches (:func:`~sleeper_spark.table.reading.read_files`,
+the checks of a read of each file at a fraction of its cost) and checks that it read as many rows
+as the log records for the files it replaces.
 
 Nothing written here is part of the table until the caller commits it. When a run fails, the
 files of the groups that finished are deleted here; files a Spark task wrote before the job
@@ -45,8 +45,8 @@ SPARK_MIN_BYTES = 256 * 2**20
 LOCAL_THREADS = 4
 EXECUTORS = ("auto", "local", "spark")
 _WRITE_BATCH_ROWS = 65_536  # rows of small files handed to the writer in one call (a delete)
-# A compaction reads its small files this many bytes at a time: thousands of one-row files in one
-# Arrow scan, while a group of big small files is never held in memory whole.
+# A compaction reads its small files this many bytes at a time: thousands of one-row files go to
+# the writer in one call, while a group of big small files is never held in memory whole.
 _READ_TOGETHER_BYTES = 32 * 2**20
 
 
@@ -116,8 +116,8 @@ def _delete_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef],
 
 def _compact_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef]) -> RewriteResult:
     """Every row of ``files``, in their order, cut into files near the target size. The small
-    files are read many at once (:func:`~sleeper_spark.table.reading.read_files`), each read
-    holding at most :data:`_READ_TOGETHER_BYTES` of them."""
+    files are read in batches of at most :data:`_READ_TOGETHER_BYTES`
+    (:func:`~sleeper_spark.table.reading.read_files`)."""
     writer = DataFileWriter(store, job.table_root, job.schema, job.partition_by, job.table_name,
                             target_file_bytes=job.target_file_bytes)
     arrow_schema = job.schema.to_arrow()

@@ -60,10 +60,10 @@ def read_files(store: ObjectStore, table_root: str, files: Sequence[FileRef], sc
 
     The same checks come first: each file's bytes are read once, and its size and checksum are
     checked on those same bytes before any of them is decoded. A file whose own schema is the
-    table's (every file written since the table's last schema change) is then read as it is:
-    :func:`read_file`'s selecting and casting, Python's work under the interpreter's lock, cost
-    more than decoding a one-row file. A file of another schema (written before a column was added
-    or widened) is conformed as :func:`read_file` conforms it.
+    table's (as is every file ``Table.write`` wrote since the table's last schema change) is then
+    read as it is: :func:`read_file`'s selecting and casting, Python's work under the interpreter's
+    lock, cost more than decoding a one-row file. Any other file (written before a column was added
+    or widened, or by Spark) is conformed as :func:`read_file` conforms it.
     """
     buffers = [arrow_owned(_verified_bytes(store, table_root, f)) for f in files]
     try:
