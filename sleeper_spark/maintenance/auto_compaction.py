@@ -52,11 +52,15 @@ def compact_after_commits(table: Table, state: TableState, since: int) -> Snapsh
     if settings is None:
         return None
     try:
+        # Planned on the newest state this process holds: the state handed may predate a compaction
+        # that landed since (whose own commit hands nothing once the partition is no longer due),
+        # and a plan on it would rewrite files that compaction already removed, only to conflict.
+        state = max(state, table.head.known_state(), key=lambda s: s.version)
         groups = due_groups(state, settings, since)
         if not groups:
             return None
         plan = CompactionPlan(state.version, settings.target_file_bytes, tuple(groups), compaction_clustering(state))
-        return commit_compaction(table, plan, rewrite_plan(table, plan, executor="local"))
+        return commit_compaction(table, plan, rewrite_plan(table, plan, executor="local", state=state))
     except CommitConflictError as conflict:
         log.info("table %s: automatic compaction after version %d dropped, another commit took its files first "
                  "(%s)", table.name, state.version, conflict)

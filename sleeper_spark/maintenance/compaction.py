@@ -108,9 +108,11 @@ def compaction_clustering(state: TableState) -> tuple[str, ...]:
 
 
 def rewrite_plan(table: Table, plan: CompactionPlan, spark: Any = None, *, executor: str = "auto",
-                 progress: Progress | None = None) -> list[FileRef]:
-    """Writes the compacted files of ``plan``; they are not part of the table until committed."""
-    state = table.state()
+                 progress: Progress | None = None, state: TableState | None = None) -> list[FileRef]:
+    """Writes the compacted files of ``plan``; they are not part of the table until committed.
+    ``state``: one at least as new as the plan's, whose schema the files are written in (default:
+    the current state, which costs a read of the log)."""
+    state = state if state is not None else table.state()
     job = rewrite.RewriteJob(
         catalog_options=table.catalog.options(), table_name=table.name, table_root=table.root,
         schema=state.schema, partition_by=state.partition_by, target_file_bytes=plan.target_file_bytes,

@@ -5,7 +5,10 @@ some of their rows, write what is kept as new files with the shared
 :class:`~sleeper_spark.datafiles.writer.DataFileWriter`. A *job* says how (table layout,
 target size, which rows to keep); each *group* of files is one unit of work. The result of a
 group names the files it replaces and the files it wrote; a file none of whose rows would go
-is left out of both, so a delete never rewrites a file it does not change.
+is left out of both, so a delete never rewrites a file it does not change. A compaction keeps
+every row, so it reads its small files in batches (:func:`~sleeper_spark.table.reading.read_files`,
+the checks of a read of each file at a fraction of its cost) and checks that it read as many rows
+as the log records for the files it replaces.
 
 Nothing written here is part of the table until the caller commits it. When a run fails, the
 files of the groups that finished are deleted here; files a Spark task wrote before the job
@@ -25,7 +28,7 @@ import pyarrow.compute as pc
 
 from sleeper_spark.datafiles.curves import sort_by_curve
 from sleeper_spark.datafiles.writer import DataFileWriter
-from sleeper_spark.errors import ConfigError
+from sleeper_spark.errors import ConfigError, CorruptDataFileError
 from sleeper_spark.maintenance.planning import FileGroup
 from sleeper_spark.maintenance.progress import Progress, no_progress
 from sleeper_spark.models import FileRef, TableSchema
@@ -33,7 +36,7 @@ from sleeper_spark.models.clustering import CURVE
 from sleeper_spark.process_state import REWRITE_STORES
 from sleeper_spark.source_options import DEFAULT_ROW_GROUP_ROWS
 from sleeper_spark.storage import ObjectStore, join_key
-from sleeper_spark.table.reading import read_file
+from sleeper_spark.table.reading import read_file, read_files
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +44,10 @@ log = logging.getLogger(__name__)
 SPARK_MIN_BYTES = 256 * 2**20
 LOCAL_THREADS = 4
 EXECUTORS = ("auto", "local", "spark")
-_WRITE_BATCH_ROWS = 65_536  # rows of small files handed to the writer in one call
+_WRITE_BATCH_ROWS = 65_536  # rows of small files handed to the writer in one call (a delete)
+# A compaction reads its small files this many bytes at a time: thousands of one-row files go to
+# the writer in one call, while a group of big small files is never held in memory whole.
+_READ_TOGETHER_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,13 @@ def rewrite_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef])
     """Reads ``files``, keeps ``job.keep`` rows of each, writes them out; runs anywhere."""
     if job.cluster_by:
         return _cluster_group(store, job, files)
+    if job.keep is None:
+        return _compact_group(store, job, files)
+    return _delete_group(store, job, files, job.keep)
+
+
+def _delete_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef], keep: pc.Expression) -> RewriteResult:
+    """The ``keep`` rows of each file that loses any, written out; a file that loses none stays."""
     writer = DataFileWriter(store, job.table_root, job.schema, job.partition_by, job.table_name,
                             target_file_bytes=job.target_file_bytes)
     arrow_schema = job.schema.to_arrow()
@@ -82,15 +95,13 @@ def rewrite_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef])
     try:
         for file in files:
             data = read_file(store, job.table_root, file, arrow_schema, None, None)
-            if job.keep is not None:
-                kept = data.filter(job.keep)
-                if kept.num_rows == data.num_rows:
-                    continue  # no row of this file goes: leave the file as it is
-                data = kept
+            kept = data.filter(keep)
+            if kept.num_rows == data.num_rows:
+                continue  # no row of this file goes: leave the file as it is
             removed.append(file.path)
-            if data.num_rows:
-                pending.append(data)
-                pending_rows += data.num_rows
+            if kept.num_rows:
+                pending.append(kept)
+                pending_rows += kept.num_rows
             if pending_rows >= _WRITE_BATCH_ROWS:
                 writer.write(pa.concat_tables(pending))
                 pending, pending_rows = [], 0
@@ -103,11 +114,57 @@ def rewrite_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef])
     return RewriteResult(tuple(removed), tuple(added))
 
 
+def _compact_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef]) -> RewriteResult:
+    """Every row of ``files``, in their order, cut into files near the target size. The small
+    files are read in batches of at most :data:`_READ_TOGETHER_BYTES`
+    (:func:`~sleeper_spark.table.reading.read_files`)."""
+    writer = DataFileWriter(store, job.table_root, job.schema, job.partition_by, job.table_name,
+                            target_file_bytes=job.target_file_bytes)
+    arrow_schema = job.schema.to_arrow()
+    try:
+        for batch in _batches_by_bytes(files, _READ_TOGETHER_BYTES):
+            writer.write(_all_rows(store, job, batch, arrow_schema))
+        added = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return RewriteResult(tuple(f.path for f in files), tuple(added))
+
+
+def _all_rows(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef], schema: pa.Schema) -> pa.Table:
+    """The rows of ``files``, which must be as many as the log records for them: a compaction
+    writes exactly the rows it removes, or nothing."""
+    data = read_files(store, job.table_root, files, schema)
+    recorded = sum(f.row_count for f in files)
+    if data.num_rows != recorded:
+        raise CorruptDataFileError(
+            f"table {job.table_name!r}: {len(files)} data file(s) being compacted (the first {files[0].path}) "
+            f"hold {data.num_rows} row(s), the log records {recorded}; nothing was rewritten. "
+            "Run table.verify(deep=True) to find the file"
+        )
+    return data
+
+
+def _batches_by_bytes(files: Sequence[FileRef], most_bytes: int) -> list[Sequence[FileRef]]:
+    """``files`` in order, cut into runs of at most ``most_bytes`` (a bigger file is a run alone)."""
+    batches: list[Sequence[FileRef]] = []
+    start, size = 0, 0
+    for index, file in enumerate(files):
+        if index > start and size + file.size_bytes > most_bytes:
+            batches.append(files[start:index])
+            start, size = index, 0
+        size += file.size_bytes
+    if start < len(files):
+        batches.append(files[start:])
+    return batches
+
+
 def _cluster_group(store: ObjectStore, job: RewriteJob, files: Sequence[FileRef]) -> RewriteResult:
     """Every row of ``files``, sorted along the curve and cut into files in that order: the curve
     order needs all of the group's rows at once, so a group is held in memory whole."""
     arrow_schema = job.schema.to_arrow()
-    data = pa.concat_tables([read_file(store, job.table_root, f, arrow_schema, None, None) for f in files])
+    data = pa.concat_tables([_all_rows(store, job, batch, arrow_schema)
+                             for batch in _batches_by_bytes(files, _READ_TOGETHER_BYTES)])
     # A file is cut after the row group that reaches the target: row groups of about a file's
     # rows (estimated from the input's bytes per row) keep small targets from making one big file.
     bytes_per_row = max(1.0, sum(f.size_bytes for f in files) / max(1, sum(f.row_count for f in files)))
@@ -162,6 +219,10 @@ def _run_local(store: ObjectStore, job: RewriteJob, groups: Sequence[FileGroup],
                progress: Progress) -> list[RewriteResult]:
     total = len(groups)
     progress("rewriting", 0, total)
+    if total == 1:  # a thread of its own would only add its start (an automatic compaction's usual run)
+        result = rewrite_group(store, job, groups[0].files)
+        progress("rewriting", 1, 1)
+        return [result]
     results: list[RewriteResult | None] = [None] * total
     failure: BaseException | None = None
     with ThreadPoolExecutor(max_workers=max(1, min(LOCAL_THREADS, total))) as pool:

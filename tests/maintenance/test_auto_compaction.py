@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import sleeper_spark as ss
-from sleeper_spark.maintenance.auto_compaction import due_groups
+from sleeper_spark.maintenance.auto_compaction import compact_after_commits, due_groups
 from sleeper_spark.models.clustering import AutoCompaction
 from tests.fixtures.processes import racing_context
 from tests.invariants import WriteOutcome, check_table_invariants
@@ -129,6 +129,27 @@ class RefusingCompactedFiles:
             self.refused += 1
             raise ss.StorageError(f"refused {key}")
         return self.store.new_object(key)
+
+
+def test_a_run_handed_a_state_from_before_the_last_compaction_plans_on_the_newest(
+        local_catalog: ss.Catalog, caplog: pytest.LogCaptureFixture) -> None:
+    # Regression: a compaction's own commit hands nothing once the partition is no longer due, so
+    # the next run was handed the state of an append from before it, planned on files that
+    # compaction had removed, rewrote them, and then conflicted: half of the runs were wasted.
+    table = local_catalog.create_table("events", SCHEMA, partition_by=["day"], properties=AUTO)
+    for seq in range(9):
+        appended = table.write(rows(seq, 1, "d1"))
+    assert table.auto_compaction.flush(60)
+    compacted = table.latest()
+    assert compacted.operation == "compact"
+    before = table.state(appended.version)  # the state the append that made it due handed on
+    # When a run is handed the state from before that compaction
+    with caplog.at_level(logging.INFO, logger="sleeper_spark.maintenance.auto_compaction"):
+        assert compact_after_commits(table, before, before.version - 1) is None
+    # Then it found nothing due on the newest state: nothing was rewritten, nothing dropped
+    assert table.latest().version == compacted.version
+    assert "dropped" not in caplog.text
+    assert row_set(table) == sorted(("d1", n, f"row {n}") for n in range(9))
 
 
 @pytest.mark.parametrize("properties", [{"compaction.auto": "yes"}, {"compaction.auto.min_files": "0"},
