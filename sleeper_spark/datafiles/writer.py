@@ -5,6 +5,10 @@ One module serves both the driver-side pyarrow path (``Table.write``) and Spark'
 and checksums. Rows are buffered per partition value into row groups of sensible size; a file
 is closed when it reaches the target size. Files become visible create-if-absent, only when
 complete, and are not part of the table until a transaction names them.
+
+Each file is described by what was written: its checksum and size by the bytes on their way to
+the store, its statistics by the Parquet writer's own footer where that holds them exactly, and
+by the rows otherwise (:class:`~sleeper_spark.datafiles.stats.WrittenFileStats`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sleeper_spark.datafiles.paths import new_data_file_path
-from sleeper_spark.datafiles.stats import StatsAccumulator, partition_value_to_string
+from sleeper_spark.datafiles.stats import WrittenFileStats, partition_value_to_string
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.models.schema import check_data_schema
@@ -63,7 +67,7 @@ class _OpenFile:
         self._new: NewObject = store.new_object(join_key(table_root, self.path))
         self._hashing = _HashingFile(self._new.file())
         self._writer = pq.ParquetWriter(pa.PythonFile(self._hashing, mode="w"), schema, compression="zstd")
-        self._stats = StatsAccumulator(schema)
+        self._stats = WrittenFileStats(schema)
         self.rows = 0
 
     @property
@@ -79,7 +83,8 @@ class _OpenFile:
         self._writer.close()
         self._new.publish()
         return FileRef(path=self.path, partition=self.partition, size_bytes=self._hashing.size,
-                       row_count=self.rows, checksum=self._hashing.checksum, column_stats=self._stats.result())
+                       row_count=self.rows, checksum=self._hashing.checksum,
+                       column_stats=self._stats.result(self._writer.writer.metadata))
 
     def discard(self) -> None:
         try:
