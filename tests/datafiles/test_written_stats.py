@@ -173,9 +173,9 @@ def test_files_of_the_writer_record_the_rows_stats(tmp_path: Path) -> None:
     table = table_of(rows)
     schema = TableSchema.from_arrow(ARROW)
 
-    # When the writer writes them in small row groups
-    refs = DataFileWriter(LocalObjectStore(tmp_path), "t", schema, ("s",), "t", row_group_rows=64).write_all(
-        table.to_batches(max_chunksize=50))
+    # When the writer writes them in small row groups, several partitions at once
+    refs = DataFileWriter(LocalObjectStore(tmp_path), "t", schema, ("s",), "t", row_group_rows=64,
+                          threads=3).write_all(table.to_batches(max_chunksize=50))
 
     # Then each file's stats are those of its own rows
     assert sorted(str(ref.partition["s"]) for ref in refs) == ["v0", "v1", "v2"]
