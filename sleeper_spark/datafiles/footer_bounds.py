@@ -49,11 +49,20 @@ def strings_fit_footer(column: pa.ChunkedArray | pa.Array) -> bool:
     return longest is None or longest <= FOOTER_STRING_BYTES
 
 
-def footer_bounds(metadata: pq.FileMetaData, name: str, arrow_type: pa.DataType,
+def leaf_indices(metadata: pq.FileMetaData) -> dict[str, int]:
+    """The footer's column index of each flat top-level column, by name. A leaf of a nested
+    column has a path longer than its own name (a struct ``p`` with a field ``x``: ``p.x``), so
+    it is never taken for a flat column named ``p.x``."""
+    schema = metadata.schema
+    columns = (schema.column(index) for index in range(len(schema)))
+    return {column.name: index for index, column in enumerate(columns) if column.path == column.name}
+
+
+def footer_bounds(metadata: pq.FileMetaData, index: int, arrow_type: pa.DataType,
                   groups: list[int]) -> tuple[pa.Scalar, pa.Scalar] | None:
     """The smallest min and largest max, as scalars of ``arrow_type``, that the footer gives for
-    the flat column ``name`` over the row groups ``groups``; None if none of them holds a value."""
-    index = _leaf_index(metadata, name)
+    the flat column at ``index`` (see :func:`leaf_indices`) over the row groups ``groups``; None if
+    none of them holds a value."""
     unit = _stored_unit(metadata, index, arrow_type)
     lows, highs = [], []
     for group in groups:
@@ -62,22 +71,13 @@ def footer_bounds(metadata: pq.FileMetaData, name: str, arrow_type: pa.DataType,
             if statistics is not None and statistics.has_null_count \
                     and statistics.null_count == metadata.row_group(group).num_rows:
                 continue  # nulls only: nothing to bound
-            raise AssertionError(f"the Parquet writer left out the bounds of column {name!r} in row group {group}")
+            raise AssertionError(f"the Parquet writer left out the bounds of column {index} in row group {group}")
         lows.append(statistics.min_raw)
         highs.append(statistics.max_raw)
     if not lows:
         return None
     bounds = pc.min_max(_typed(lows + highs, arrow_type, unit))
     return bounds["min"], bounds["max"]
-
-
-def _leaf_index(metadata: pq.FileMetaData, name: str) -> int:
-    """The footer's column index of the flat column ``name`` (nested columns have several leaves)."""
-    schema = metadata.schema
-    for index in range(len(schema)):
-        if schema.column(index).path == name:
-            return index
-    raise KeyError(name)
 
 
 def _stored_unit(metadata: pq.FileMetaData, index: int, arrow_type: pa.DataType) -> str | None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sleeper_spark.datafiles.footer_bounds import exact_in_footer, footer_bounds, strings_fit_footer
+from sleeper_spark.datafiles.footer_bounds import exact_in_footer, footer_bounds, leaf_indices, strings_fit_footer
 from sleeper_spark.models import ColumnStats
 from sleeper_spark.models.stat_values import to_stat
 
@@ -97,9 +97,10 @@ class WrittenFileStats:
         for group in range(footer.num_row_groups):
             batch_of_group.append(bisect.bisect_right(self._batch_ends, start))
             start += footer.row_group(group).num_rows
+        leaves = leaf_indices(footer)
         for name, batches in self._footer_batches.items():
             groups = [group for group, batch in enumerate(batch_of_group) if batch in batches]
-            bounds = footer_bounds(footer, name, self._from_footer[name], groups) if groups else None
+            bounds = footer_bounds(footer, leaves[name], self._from_footer[name], groups) if groups else None
             if bounds is not None:
                 self._rows.include(name, *bounds)
         return self._rows.result()

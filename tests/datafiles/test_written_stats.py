@@ -182,3 +182,12 @@ def test_files_of_the_writer_record_the_rows_stats(tmp_path: Path) -> None:
     for ref in refs:
         rows_of_file = pq.ParquetFile(tmp_path / "t" / ref.path).read()
         assert stored(ref.column_stats) == stored(from_rows(rows_of_file))
+
+
+def test_a_flat_column_named_like_a_nested_field_gets_its_own_bounds() -> None:
+    # Given a struct p with a field x, and a flat column named "p.x": one footer path for both
+    table = pa.table({"p": pa.array([{"x": -100}, {"x": 100}]), "p.x": pa.array([5, 7])})
+
+    # When the file's stats are taken, Then "p.x" has the flat column's bounds
+    assert written(table, [2])["p.x"] == ColumnStats(min=5, max=7, null_count=0)
+    assert stored(written(table, [1, 1])) == stored(from_rows(table))
