@@ -3,7 +3,8 @@
 pyarrow's Parquet writer keeps each row group's min and max of every column while it encodes it;
 for the types below they are exact, and turned into Arrow scalars of the column's own type they
 give exactly what :class:`~sleeper_spark.datafiles.stats.StatsAccumulator` computes from the rows
-(whose ``bound_value`` does the last step for both), so the rows need no second pass:
+(its ``include`` takes the last step for both: nanoseconds rounded outward to the microsecond,
+the Python value, its stored form), so the rows need no second pass:
 
 * booleans, integers, dates, timestamps (any unit, with or without a zone) and decimals: the
   footer's value is the column's, in its physical form (a timestamp in the unit the file stores,
