@@ -1,9 +1,9 @@
 """A batch's rows grouped by their partition values, for the writer.
 
 One dictionary code per row, one sort of the codes (Arrow counts small integers into order), and
-each partition value's rows are a run of the sorted positions: no filter per partition, and the
-rows are gathered (``take``) only when written, on the thread that writes them. A big batch is
-split in pieces first, each grouped on a thread of its own (:func:`pieces`).
+each partition value's rows are a run of the sorted positions: no filter per partition. The rows
+of a big batch are gathered (``take``) only when written, on the thread that writes them, and
+the batch is split in pieces first, each grouped on a thread of its own (:func:`pieces`).
 """
 
 from __future__ import annotations
@@ -66,9 +66,14 @@ def split_by_partition(table: pa.Table, columns: tuple[str, ...]) -> Iterator[tu
         return
     order = pc.sort_indices(codes)
     runs = pc.run_end_encode(codes.take(order))
+    # A small batch is gathered at once, in one take: its partitions' takes, each a call of its
+    # own, would cost more than they could save on other threads.
+    ordered = table.take(order) if table.num_rows < MIN_PIECE_ROWS else None
     start = 0
     for code, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
-        yield _decode(code, dictionaries), PartitionRows(table, order.slice(start, end - start))
+        rows = PartitionRows(ordered.slice(start, end - start)) if ordered is not None else \
+            PartitionRows(table, order.slice(start, end - start))
+        yield _decode(code, dictionaries), rows
         start = end
 
 
