@@ -10,6 +10,7 @@ import hashlib
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -300,5 +301,43 @@ def test_a_partition_failing_beside_others_leaves_no_file_behind(tmp_path: Path)
     # When the partitions are written side by side, Then the error surfaces and no file remains
     with pytest.raises(OSError, match="disk full"):
         writer(store, ("country",), target_file_bytes=1, row_group_rows=100, threads=3).write_all([data])
+    assert list(store.list("")) == []
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+class _FailingPublish(NewObject):
+    def __init__(self, inner: NewObject) -> None:
+        self._inner = inner
+
+    def file(self) -> BinaryIO:
+        return self._inner.file()
+
+    def publish(self) -> None:
+        self._inner.discard()
+        raise OSError("sync failed")
+
+    def discard(self) -> None:
+        self._inner.discard()
+
+
+class _FailingPublishStore(LocalObjectStore):
+    """Fails to publish any file of one partition, once it is written."""
+
+    def new_object(self, key: str) -> NewObject:
+        inner = super().new_object(key)
+        return _FailingPublish(inner) if "/country=fr/" in key else inner
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_file_failing_to_publish_beside_others_leaves_no_file_behind(tmp_path: Path, threads: int) -> None:
+    # Given a store that fails to publish the files of one partition
+    store = _FailingPublishStore(tmp_path)
+
+    # When partitions are written, some of their files published before and after the failure
+    with pytest.raises(OSError, match="sync failed"):
+        writer(store, ("country",), target_file_bytes=1, row_group_rows=100, threads=threads).write_all(
+            [rows(2_000, countries=("uk", "fr", "de", "es"))])
+
+    # Then the error surfaces and no file remains
     assert list(store.list("")) == []
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
