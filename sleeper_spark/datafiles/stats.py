@@ -110,10 +110,11 @@ def _exact_float_bounds(bounds: pa.StructScalar) -> bool:
     """Whether a float column's min_max are exactly those of its values with the NaN filtered out.
     Arrow's min_max passes over NaN, and a bound that is neither NaN nor zero is the same value
     whatever else the column holds. A zero bound may be -0.0 or 0.0 depending on where the zeros
-    stand (which the filter changes), and a NaN bound means nothing but NaN: only then is the
-    column filtered, a second pass over it."""
-    values = (bounds["min"].as_py(), bounds["max"].as_py())
-    return all(value is not None and value == value and value != 0 for value in values)
+    stand (which the filter changes), and a column of nothing but NaN gives NaN bounds (pyarrow
+    26) or a min above the max (+inf and -inf, pyarrow 22): only then is the column filtered, a
+    second pass over it."""
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    return low is not None and high is not None and low != 0 and high != 0 and low <= high
 
 
 def _python(bound: pa.Scalar, up: bool) -> Any:
