@@ -5,28 +5,35 @@ One module serves both the driver-side pyarrow path (``Table.write``) and Spark'
 and checksums. Rows are buffered per partition value into row groups of sensible size; a file
 is closed when it reaches the target size. Files become visible create-if-absent, only when
 complete, and are not part of the table until a transaction names them.
+
+Each file is described by what was written: its checksum and size by the bytes on their way to
+the store, its statistics by the Parquet writer's own footer where that holds them exactly, and
+by the rows otherwise (:class:`~sleeper_spark.datafiles.stats.WrittenFileStats`). Partitions are
+independent, so the files of several can be written at once (``threads``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterable, Iterator
-from typing import BinaryIO
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import BinaryIO, TypeVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sleeper_spark.datafiles.partition_rows import PartitionKey, PartitionRows, pieces, split_by_partition
 from sleeper_spark.datafiles.paths import new_data_file_path
-from sleeper_spark.datafiles.stats import StatsAccumulator, partition_value_to_string
+from sleeper_spark.datafiles.stats import WrittenFileStats
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import FileRef, TableSchema
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.source_options import DEFAULT_ROW_GROUP_ROWS, DEFAULT_TARGET_FILE_BYTES
 from sleeper_spark.storage import NewObject, ObjectStore, join_key
 
-PartitionKey = tuple[str | None, ...]
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 class _HashingFile(io.RawIOBase):
@@ -63,7 +70,7 @@ class _OpenFile:
         self._new: NewObject = store.new_object(join_key(table_root, self.path))
         self._hashing = _HashingFile(self._new.file())
         self._writer = pq.ParquetWriter(pa.PythonFile(self._hashing, mode="w"), schema, compression="zstd")
-        self._stats = StatsAccumulator(schema)
+        self._stats = WrittenFileStats(schema)
         self.rows = 0
 
     @property
@@ -79,7 +86,8 @@ class _OpenFile:
         self._writer.close()
         self._new.publish()
         return FileRef(path=self.path, partition=self.partition, size_bytes=self._hashing.size,
-                       row_count=self.rows, checksum=self._hashing.checksum, column_stats=self._stats.result())
+                       row_count=self.rows, checksum=self._hashing.checksum,
+                       column_stats=self._stats.result(self._writer.writer.metadata))
 
     def discard(self) -> None:
         try:
@@ -88,12 +96,36 @@ class _OpenFile:
             self._new.discard()
 
 
+class _Partition:
+    """One partition value's rows on their way to its files: those short of a row group, buffered,
+    and the file being written. Only one thread at a time works on a partition."""
+
+    def __init__(self, values: dict[str, str | None]) -> None:
+        self.values = values
+        self.buffered: list[PartitionRows] = []
+        self.buffered_rows = 0
+        self.open: _OpenFile | None = None
+
+    def buffer(self, rows: PartitionRows) -> None:
+        self.buffered.append(rows)
+        self.buffered_rows += rows.num_rows
+
+    def take_buffered(self) -> pa.Table | None:
+        parts, self.buffered, self.buffered_rows = self.buffered, [], 0
+        return pa.concat_tables([part.table() for part in parts]) if parts else None
+
+
 class DataFileWriter:
-    """Accepts batches in any order; ``close()`` returns the FileRefs of every file written."""
+    """Accepts batches in any order; ``close()`` returns the FileRefs of every file written.
+
+    ``threads``: how many partitions' files are written at once. pyarrow encodes and compresses
+    without the GIL, so a write of many partitions uses that many cores; 1 where the caller runs
+    writers side by side itself (Spark's tasks, compaction's groups).
+    """
 
     def __init__(self, store: ObjectStore, table_root: str, schema: TableSchema, partition_by: tuple[str, ...],
                  table_name: str, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
-                 row_group_rows: int = DEFAULT_ROW_GROUP_ROWS) -> None:
+                 row_group_rows: int = DEFAULT_ROW_GROUP_ROWS, threads: int = 1) -> None:
         self._store = store
         self._root = table_root
         self._schema = schema
@@ -102,19 +134,20 @@ class DataFileWriter:
         self._name = table_name
         self._target = target_file_bytes
         self._row_group_rows = row_group_rows
+        self._threads = max(1, threads)
         self._required = [f.name for f in schema.fields if not f.nullable]
-        self._buffers: dict[PartitionKey, list[pa.Table]] = {}
-        self._buffered_rows: dict[PartitionKey, int] = {}
-        self._open: dict[PartitionKey, _OpenFile] = {}
+        self._partitions: dict[PartitionKey, _Partition] = {}
         self._done: list[FileRef] = []
 
     def write(self, data: pa.RecordBatch | pa.Table) -> None:
         table = self._conform(pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data)
-        for key, part in split_by_partition(table, self._partition_by):
-            self._buffers.setdefault(key, []).append(part)
-            self._buffered_rows[key] = self._buffered_rows.get(key, 0) + part.num_rows
-            if self._buffered_rows[key] >= self._row_group_rows:
-                self._flush(key)
+        grouped = self._on_threads(lambda piece: list(split_by_partition(piece, self._partition_by)),
+                                   pieces(table, self._threads))
+        touched: dict[PartitionKey, _Partition] = {}
+        for key, rows in (pair for piece in grouped for pair in piece):
+            partition = touched[key] = self._partition(key)
+            partition.buffer(rows)
+        self._each([p for p in touched.values() if p.buffered_rows >= self._row_group_rows], self._flush)
 
     def write_all(self, batches: Iterable[pa.RecordBatch | pa.Table]) -> list[FileRef]:
         try:
@@ -126,50 +159,76 @@ class DataFileWriter:
             raise
 
     def close(self) -> list[FileRef]:
-        for key in list(self._buffers):
-            self._flush(key, final=True)
-        for key in list(self._open):
-            self._done.append(self._open.pop(key).publish())
+        self._each(list(self._partitions.values()), self._finish)
+        self._partitions.clear()
         return list(self._done)
 
     def abort(self) -> None:
         """Discards open files and deletes the ones already published (best effort)."""
-        for open_file in self._open.values():
-            try:
-                open_file.discard()
-            except Exception:
-                pass
-        self._open.clear()
-        self._buffers.clear()
+        for partition in self._partitions.values():
+            if partition.open is not None:
+                try:
+                    partition.open.discard()
+                except Exception:
+                    pass
+        self._partitions.clear()
         self._store.delete_many([join_key(self._root, f.path) for f in self._done])
         self._done.clear()
 
-    def _flush(self, key: PartitionKey, final: bool = False) -> None:
+    def _partition(self, key: PartitionKey) -> _Partition:
+        partition = self._partitions.get(key)
+        if partition is None:
+            partition = self._partitions[key] = _Partition(dict(zip(self._partition_by, key, strict=True)))
+        return partition
+
+    def _each(self, partitions: list[_Partition], work: Callable[[_Partition, list[FileRef]], None]) -> None:
+        """Runs ``work`` on each partition (see :meth:`_on_threads`); the files it publishes are
+        recorded in the partitions' order, those of a partition that failed too (so that ``abort``
+        deletes them)."""
+        published: list[list[FileRef]] = [[] for _ in partitions]
+        try:
+            self._on_threads(lambda pair: work(*pair), list(zip(partitions, published, strict=True)))
+        finally:
+            self._done.extend(file for files in published for file in files)
+
+    def _on_threads(self, work: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+        """``work`` of each item, in order, on up to ``threads`` threads at once; the first failure
+        is raised once every item is done. Each item must be independent of the others."""
+        if self._threads == 1 or len(items) < 2:
+            return [work(item) for item in items]
+        with ThreadPoolExecutor(min(self._threads, len(items)), thread_name_prefix="sleeper-write") as pool:
+            futures = [pool.submit(work, item) for item in items]
+        return [future.result() for future in futures]
+
+    def _finish(self, partition: _Partition, published: list[FileRef]) -> None:
+        """Writes the partition's last rows and publishes its open file."""
+        self._flush(partition, published, final=True)
+        if partition.open is not None:
+            open_file, partition.open = partition.open, None
+            published.append(open_file.publish())
+
+    def _flush(self, partition: _Partition, published: list[FileRef], final: bool = False) -> None:
         """Writes the buffered rows as row groups of ``row_group_rows``; the rows short of a whole
         group stay buffered unless ``final``. A file is published once it reaches the target size,
         so however big a batch, no file grows more than one row group past it."""
-        parts = self._buffers.pop(key, [])
-        self._buffered_rows.pop(key, None)
-        if not parts:
+        table = partition.take_buffered()
+        if table is None:
             return
-        table = pa.concat_tables(parts)
         size = self._row_group_rows
         end = table.num_rows if final else table.num_rows - table.num_rows % size
         for offset in range(0, end, size):
-            self._write_group(key, table.slice(offset, min(size, end - offset)))
+            self._write_group(partition, table.slice(offset, min(size, end - offset)), published)
         if end < table.num_rows:
-            self._buffers[key] = [table.slice(end)]
-            self._buffered_rows[key] = table.num_rows - end
+            partition.buffer(PartitionRows(table.slice(end)))
 
-    def _write_group(self, key: PartitionKey, group: pa.Table) -> None:
-        open_file = self._open.get(key)
-        if open_file is None:
-            partition = dict(zip(self._partition_by, key, strict=True))
-            open_file = self._open[key] = _OpenFile(self._store, self._root, self._arrow_schema, partition,
-                                                    self._partition_by)
-        open_file.write(group)
-        if open_file.bytes_written >= self._target:
-            self._done.append(self._open.pop(key).publish())
+    def _write_group(self, partition: _Partition, group: pa.Table, published: list[FileRef]) -> None:
+        if partition.open is None:
+            partition.open = _OpenFile(self._store, self._root, self._arrow_schema, partition.values,
+                                       self._partition_by)
+        partition.open.write(group)
+        if partition.open.bytes_written >= self._target:
+            open_file, partition.open = partition.open, None
+            published.append(open_file.publish())
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """Selects and casts the data to the table's schema; refuses what cannot fit."""
@@ -184,52 +243,3 @@ class DataFileWriter:
         if table.schema != self._arrow_schema:
             table = table.cast(self._arrow_schema)
         return table
-
-
-def split_by_partition(table: pa.Table, columns: tuple[str, ...]) -> Iterator[tuple[PartitionKey, pa.Table]]:
-    """Groups rows by their partition values: one dictionary code per row, then one sort."""
-    if not columns or table.num_rows == 0:
-        if table.num_rows:
-            yield (), table
-        return
-    codes: pa.Array | None = None
-    dictionaries: list[list[str | None]] = []
-    for column in columns:
-        encoded = pc.dictionary_encode(table.column(column).combine_chunks(), null_encoding="encode")
-        indices = encoded.indices.cast(pa.int64())
-        dictionaries.append([partition_value_to_string(v) for v in encoded.dictionary.to_pylist()])
-        codes = indices if codes is None else pc.add(pc.multiply(codes, len(encoded.dictionary)), indices)
-    assert codes is not None
-    counts = pc.value_counts(codes)
-    if len(counts) == 1:
-        yield _decode(int(counts[0]["values"].as_py()), dictionaries), table
-        return
-    order = pc.sort_indices(codes)
-    ordered = table.take(order)
-    ordered_codes = codes.take(order)
-    offset = 0
-    while offset < len(ordered_codes):
-        code = ordered_codes[offset].as_py()
-        # Runs are contiguous after the sort; find this run's end by binary search.
-        end = offset + _run_length(ordered_codes, offset, code)
-        yield _decode(code, dictionaries), ordered.slice(offset, end - offset)
-        offset = end
-
-
-def _run_length(codes: pa.Array, start: int, code: int) -> int:
-    low, high = start, len(codes)
-    while low < high:
-        middle = (low + high) // 2
-        if codes[middle].as_py() <= code:
-            low = middle + 1
-        else:
-            high = middle
-    return low - start
-
-
-def _decode(code: int, dictionaries: list[list[str | None]]) -> PartitionKey:
-    values: list[str | None] = []
-    for dictionary in reversed(dictionaries):
-        code, index = divmod(code, len(dictionary))
-        values.append(dictionary[index])
-    return tuple(reversed(values))

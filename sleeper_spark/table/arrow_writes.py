@@ -48,7 +48,8 @@ def write_arrow(table: Table, data: ArrowData | Iterable[pa.RecordBatch], mode: 
         raise ConfigError("merge_schema needs data with a schema (a pyarrow Table, RecordBatch or "
                           "RecordBatchReader, or a Spark DataFrame); nothing was written")
     batches = _batches(data)
-    writer = DataFileWriter(table.store, table.root, schema, state.partition_by, table.name)
+    # The partitions' files are written side by side, on as many threads as pyarrow has cores.
+    writer = DataFileWriter(table.store, table.root, schema, state.partition_by, table.name, threads=pa.cpu_count())
     files = writer.write_all(batches)
     replaced = dynamic_overwrite(files, state.partition_by) if partial is not None and partial.dynamic else None
     return table.commit_files(files, mode, metadata, new_write_id(), app_id, app_version, merge=merge,

@@ -203,3 +203,23 @@ def test_a_stat_of_a_type_without_order_or_of_the_wrong_form_is_passed_through_o
 ])
 def test_partition_values_are_recorded_as_text(value: object, text: str | None) -> None:
     assert partition_value_to_string(value) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from([math.nan, -0.0, 0.0, math.inf, -math.inf]), st.floats()),
+                min_size=1, max_size=70), st.sampled_from([pa.float32(), pa.float64()]))
+def test_float_bounds_are_those_of_the_values_without_nan(values: list[float | None], arrow_type: pa.DataType) -> None:
+    # Given floats with NaN, both zeros and infinities among them
+    column = pa.array(values, arrow_type)
+
+    # When their statistics are taken
+    stats = stats_of(pa.table({"c": column}))["c"]
+
+    # Then the bounds are pyarrow's min and max of the column with its NaN filtered out, the
+    # zero's sign included (the stored text of -0.0 and 0.0 differ)
+    kept = pc.filter(column, pc.invert(pc.is_nan(column)))
+    if kept.null_count == len(kept):
+        assert (stats.min, stats.max) == (None, None)
+    else:
+        expected = pc.min_max(kept)
+        assert repr((stats.min, stats.max)) == repr((expected["min"].as_py(), expected["max"].as_py()))

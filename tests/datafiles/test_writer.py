@@ -10,17 +10,19 @@ import hashlib
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from sleeper_spark.datafiles import partition_rows
 from sleeper_spark.datafiles.paths import NULL_SEGMENT
 from sleeper_spark.datafiles.writer import DataFileWriter
 from sleeper_spark.errors import SchemaMismatchError
 from sleeper_spark.models import FileRef, TableSchema
-from sleeper_spark.storage import LocalObjectStore
+from sleeper_spark.storage import LocalObjectStore, NewObject
 
 ROOT = "events"
 UTC = dt.timezone.utc
@@ -258,5 +260,84 @@ def test_a_failing_source_removes_every_file_already_published(store: LocalObjec
     # When they are written with a tiny target, Then the error surfaces and no file remains
     with pytest.raises(RuntimeError, match="the source broke"):
         writer(store, ("country",), target_file_bytes=1, row_group_rows=100).write_all(batches())
+    assert list(store.list("")) == []
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_partitions_written_side_by_side_hold_what_one_thread_writes(store: LocalObjectStore,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given batches big enough to be grouped in pieces on several threads (pieces made small here)
+    monkeypatch.setattr(partition_rows, "MIN_PIECE_ROWS", 50)
+    data = rows(1_200, countries=("uk", "fr", None, "de"))
+    batches = [data.slice(0, 700), data.slice(700)]
+
+    # When they are written on one thread and on four
+    one = writer(store, ("country",), row_group_rows=128).write_all(batches)
+    four = writer(store, ("country",), row_group_rows=128, threads=4).write_all(batches)
+
+    # Then both give the same files, in the same order: each partition's rows in the order they came
+    assert [ref.partition for ref in four] == [ref.partition for ref in one]
+    for ref_one, ref_four in zip(one, four, strict=True):
+        assert (ref_four.row_count, ref_four.column_stats) == (ref_one.row_count, ref_one.column_stats)
+        expected = data.filter(pc.is_null(data.column("country")) if ref_one.partition["country"] is None
+                               else pc.equal(data.column("country"), ref_one.partition["country"]))
+        assert read(store, ref_four).equals(expected) and read(store, ref_one).equals(expected)
+
+
+class _FailingStore(LocalObjectStore):
+    """Fails to start any file of one partition."""
+
+    def new_object(self, key: str) -> NewObject:
+        if "/country=fr/" in key:
+            raise OSError("disk full")
+        return super().new_object(key)
+
+
+def test_a_partition_failing_beside_others_leaves_no_file_behind(tmp_path: Path) -> None:
+    # Given a store that fails the files of one partition, and files of others already published
+    store = _FailingStore(tmp_path)
+    data = rows(2_000, countries=("uk", "fr", "de", "es"))
+
+    # When the partitions are written side by side, Then the error surfaces and no file remains
+    with pytest.raises(OSError, match="disk full"):
+        writer(store, ("country",), target_file_bytes=1, row_group_rows=100, threads=3).write_all([data])
+    assert list(store.list("")) == []
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+class _FailingPublish(NewObject):
+    def __init__(self, inner: NewObject) -> None:
+        self._inner = inner
+
+    def file(self) -> BinaryIO:
+        return self._inner.file()
+
+    def publish(self) -> None:
+        self._inner.discard()
+        raise OSError("sync failed")
+
+    def discard(self) -> None:
+        self._inner.discard()
+
+
+class _FailingPublishStore(LocalObjectStore):
+    """Fails to publish any file of one partition, once it is written."""
+
+    def new_object(self, key: str) -> NewObject:
+        inner = super().new_object(key)
+        return _FailingPublish(inner) if "/country=fr/" in key else inner
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_file_failing_to_publish_beside_others_leaves_no_file_behind(tmp_path: Path, threads: int) -> None:
+    # Given a store that fails to publish the files of one partition
+    store = _FailingPublishStore(tmp_path)
+
+    # When partitions are written, some of their files published before and after the failure
+    with pytest.raises(OSError, match="sync failed"):
+        writer(store, ("country",), target_file_bytes=1, row_group_rows=100, threads=threads).write_all(
+            [rows(2_000, countries=("uk", "fr", "de", "es"))])
+
+    # Then the error surfaces and no file remains
     assert list(store.list("")) == []
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
