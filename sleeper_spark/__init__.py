@@ -41,7 +41,7 @@ from sleeper_spark.errors import (
 from sleeper_spark.models import ColumnStats, FileRef, Namespace, Snapshot, SnapshotMember, VacuumReport, VerifyReport
 from sleeper_spark.spark import register, sleeper_error  # importing it registers the Spark bridge
 from sleeper_spark.spark.common.jvm import catalog_conf, configure_spark, jar_path
-from sleeper_spark.table import Catalog, Table
+from sleeper_spark.table import Catalog, CatalogTransaction, Table, TransactionRecord, TransactionResult
 from sleeper_spark.version import __version__
 
 # A library configures no handlers (the CLI does); this keeps conflict retries off stderr.
@@ -50,6 +50,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "AppendOutcomeUnknownError",
     "Catalog",
+    "CatalogTransaction",
     "ColumnStats",
     "CommitConflictError",
     "CommitFailedError",
@@ -83,6 +84,8 @@ __all__ = [
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "TransactionNumberTakenError",
+    "TransactionRecord",
+    "TransactionResult",
     "VacuumReport",
     "VerifyReport",
     "WarehouseNotFoundError",

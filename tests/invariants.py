@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import sleeper_spark as ss
 from sleeper_spark.log import StateSnapshotStore
+from sleeper_spark.models import VoidedEntry
 from sleeper_spark.state import fold
 
 
@@ -49,12 +50,12 @@ def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *,
     outcomes = list(outcomes)
     if overwrites:
         history = table.history()
-        problems = _outcome_problems(history, outcomes, first_version)
+        problems = _outcome_problems(history, outcomes, first_version, voided_numbers(table))
         problems.extend(_replayed_row_problems(table, history, outcomes))
         _raise_if_any(problems)
         return
     history = table.history()
-    problems = _history_problems(history, first_version)
+    problems = _history_problems(history, first_version, voided_numbers(table))
 
     seen = Counter(key for s in history for key in tagged_writes(s))
     expected_rows = 0
@@ -78,9 +79,10 @@ def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *,
     _raise_if_any(problems)
 
 
-def _outcome_problems(history: list[ss.Snapshot], outcomes: list[WriteOutcome], first_version: int) -> list[str]:
+def _outcome_problems(history: list[ss.Snapshot], outcomes: list[WriteOutcome], first_version: int,
+                      voided: set[int]) -> list[str]:
     """History, each write's count, files and replay; the row count is left to the caller."""
-    problems = _history_problems(history, first_version)
+    problems = _history_problems(history, first_version, voided)
     seen = Counter(key for s in history for key in tagged_writes(s))
     for outcome in outcomes:
         key = (outcome.writer, outcome.seq)
@@ -130,17 +132,32 @@ def tagged_writes(snapshot: ss.Snapshot) -> list[tuple[int, int]]:
 
 def check_log_invariants(table: ss.Table, *, first_version: int = 2) -> None:
     """The invariants that do not depend on how writes are tagged: history, files, replay."""
-    problems = _history_problems(table.history(), first_version)
+    problems = _history_problems(table.history(), first_version, voided_numbers(table))
     problems.extend(_file_problems(table))
     problems.extend(_replay_problems(table))
     _raise_if_any(problems)
 
 
-def _history_problems(history: list[ss.Snapshot], first_version: int) -> list[str]:
+def voided_numbers(table: ss.Table) -> set[int]:
+    """The log numbers of entries of aborted multi-table transactions: they make no snapshot."""
+    head = table.head
+    voided = set()
+    for record in head.transaction_log.read():
+        txn = head.codec.decode(record.number, record.body)
+        if txn.member_of is not None and isinstance(head.members.resolved(record.number, txn), VoidedEntry):
+            voided.add(record.number)
+    return voided
+
+
+def _history_problems(history: list[ss.Snapshot], first_version: int, voided: set[int] | None = None) -> list[str]:
     problems: list[str] = []
     versions = [s.version for s in history]
-    if versions != list(range(first_version, first_version + len(history))):
-        problems.append(f"versions are not contiguous from {first_version}: {versions}")
+    voided = voided or set()
+    last = max([*versions, *voided], default=first_version - 1)
+    expected = [v for v in range(first_version, last + 1) if v not in voided]
+    if versions != expected:
+        problems.append(f"versions are not contiguous from {first_version} (but for the voided entries "
+                        f"{sorted(voided)}): {versions}")
     for previous, current in itertools.pairwise(history):
         if current.parent_id != previous.snapshot_id:
             problems.append(f"version {current.version} names parent {current.parent_id}, not {previous.snapshot_id}")
@@ -176,14 +193,16 @@ def _replay_problems(table: ss.Table) -> list[str]:
     loaded = head.catch_up()
     if head.transaction_log.first_number() != 1:
         return []  # truncated: a full replay is impossible by design
-    replayed = fold((r.number, head.codec.decode(r.number, r.body)) for r in head.transaction_log.read())
+    replayed = fold((r.number, head.members.resolved(r.number, head.codec.decode(r.number, r.body)))
+                    for r in head.transaction_log.read())
     problems = []
     if replayed != loaded:
         problems.append(f"replayed state (version {replayed.version}) differs from the loaded one ({loaded.version})")
     snapshots: StateSnapshotStore = head.state_snapshots
     for number in snapshots.numbers():
         from_snapshot = fold(
-            ((r.number, head.codec.decode(r.number, r.body)) for r in head.transaction_log.read(after=number)),
+            ((r.number, head.members.resolved(r.number, head.codec.decode(r.number, r.body)))
+             for r in head.transaction_log.read(after=number)),
             snapshots.read(number),
         )
         if from_snapshot != replayed:

@@ -10,7 +10,7 @@ import typer
 from sleeper_spark.cli.context import JsonFlag, TableName, open_catalog, parse_schema, split_names
 from sleeper_spark.cli.output import cell, emit_json, human_bytes, print_fields, print_table, say
 from sleeper_spark.errors import ConfigError
-from sleeper_spark.models import ReplaceFiles, Transaction
+from sleeper_spark.models import FoldedTransaction, ReplaceFiles
 from sleeper_spark.models.schema import describe as describe_type
 from sleeper_spark.table import Table
 
@@ -156,7 +156,7 @@ def _show_description(table: Table, json_: bool) -> None:
                 [(c["name"], c["type"], cell(c["nullable"])) for c in document["schema"]])
 
 
-def _change(txn: Transaction) -> str:
+def _change(txn: FoldedTransaction) -> str:
     added = getattr(txn, "files", None) or getattr(txn, "added", None) or ()
     removed = txn.removed if isinstance(txn, ReplaceFiles) else ()
     rows = sum(f.row_count for f in added)

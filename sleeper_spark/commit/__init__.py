@@ -3,22 +3,30 @@
 Single store and log calls retry on their own, under the one store policy (``storage/retry.py``).
 """
 
+from sleeper_spark.commit.decisions import DecisionBook, MemberEntries
 from sleeper_spark.commit.entries import LogEntry
 from sleeper_spark.commit.group import GroupCommit
 from sleeper_spark.commit.head import BuildTransaction, CommitResult, TableHead, utc_now
+from sleeper_spark.commit.members import TRANSACTION_KEY, StagingHead, append_member, as_member
 from sleeper_spark.commit.proposals import pending_paths
 from sleeper_spark.commit.reading import TRUNCATION_MIN_AGE_S
 from sleeper_spark.commit.repeats import idempotent_repeat
 from sleeper_spark.commit.retry import RetryCommit
 
 __all__ = [
+    "TRANSACTION_KEY",
     "TRUNCATION_MIN_AGE_S",
     "BuildTransaction",
     "CommitResult",
+    "DecisionBook",
     "GroupCommit",
     "LogEntry",
+    "MemberEntries",
     "RetryCommit",
+    "StagingHead",
     "TableHead",
+    "append_member",
+    "as_member",
     "idempotent_repeat",
     "pending_paths",
     "utc_now",

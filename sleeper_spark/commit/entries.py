@@ -6,28 +6,36 @@ import hashlib
 import uuid
 from datetime import datetime
 
+from sleeper_spark.commit.decisions import MemberEntries
 from sleeper_spark.errors import ConfigError, CorruptLogError
 from sleeper_spark.log import TransactionCodec
-from sleeper_spark.models import SetProperties, Transaction
+from sleeper_spark.models import FoldedTransaction, SetProperties, Transaction
 
 
 class LogEntry:
     """One stored transaction: its number, where its body was spilled, and the transaction itself."""
 
-    __slots__ = ("_body", "_codec", "number")
+    __slots__ = ("_body", "_codec", "_members", "number")
 
-    def __init__(self, number: int, body: bytes, codec: TransactionCodec) -> None:
+    def __init__(self, number: int, body: bytes, codec: TransactionCodec, members: MemberEntries) -> None:
         self.number = number
         self._body = body
         self._codec = codec
+        self._members = members
 
     @property
     def spilled_body(self) -> str | None:
         """The table-relative key of the body this entry points to, if it was too big for the log."""
         return self._codec.spilled_key(self._body)
 
-    def transaction(self) -> Transaction:
-        """The decoded transaction; :class:`CorruptLogError` naming the entry if it cannot be."""
+    def transaction(self) -> FoldedTransaction:
+        """The decoded transaction, as the fold takes it (an entry of an aborted multi-table
+        transaction: a :class:`~sleeper_spark.models.VoidedEntry`); :class:`CorruptLogError`
+        naming the entry if it cannot be decoded."""
+        return self._members.resolved(self.number, self._codec.decode(self.number, self._body))
+
+    def stored_transaction(self) -> Transaction:
+        """The transaction as stored, without waiting for or applying its decision."""
         return self._codec.decode(self.number, self._body)
 
 

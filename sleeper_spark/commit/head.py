@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 
 from tenacity import RetryError
 
+from sleeper_spark.commit.decisions import MemberEntries
 from sleeper_spark.commit.entries import LogEntry, loss_record, refuse_repair
 from sleeper_spark.commit.reading import LogReader
 from sleeper_spark.commit.repeats import repeat_of
@@ -74,6 +75,10 @@ class CommitResult:
 class TableHead(LogReader):
     """The commit loop over a :class:`LogReader`, and the log's upkeep for maintenance and tools."""
 
+    # True for a head that records what would be committed (a multi-table transaction's staging,
+    # commit/members.py): a write path that would commit elsewhere (another process) must refuse.
+    stages_only = False
+
     def __init__(
         self,
         name: str,
@@ -85,8 +90,9 @@ class TableHead(LogReader):
         sleep: Callable[[float], None] = time.sleep,
         clock: Clock = utc_now,
         recheck_after_s: float = 300.0,
+        members: MemberEntries | None = None,
     ) -> None:
-        super().__init__(name, transaction_log, codec, state_snapshots, recheck_after_s)
+        super().__init__(name, transaction_log, codec, state_snapshots, recheck_after_s, members)
         self._retry = retry
         self._interval = state_snapshot_interval
         self._sleep = sleep
@@ -168,6 +174,10 @@ class TableHead(LogReader):
 
     def now(self) -> datetime:
         return self._clock()
+
+    def peek(self) -> tuple[TableState | None, float]:
+        """The state held and when it was last known to be the head (``time.monotonic``)."""
+        return self._state, self._caught_up_at
 
     def optimistic_state(self) -> TableState:
         """The state a first attempt builds on (see :meth:`_optimistic_state`)."""
@@ -260,7 +270,7 @@ class TableHead(LogReader):
     def entries(self, after: int = 0, up_to: int | None = None) -> Iterator[LogEntry]:
         """The log's entries numbered ``after + 1`` on (to ``up_to``), in order, decoded on demand."""
         for record in self.transaction_log.read(after=after, up_to=up_to):
-            yield LogEntry(record.number, record.body, self.codec)
+            yield LogEntry(record.number, record.body, self.codec, self.members)
 
     def first_number(self) -> int | None:
         """The oldest transaction the log still holds (1 unless truncated); ``None`` if it holds none."""

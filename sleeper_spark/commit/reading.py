@@ -12,9 +12,10 @@ import threading
 import time
 from collections.abc import Iterator
 
+from sleeper_spark.commit.decisions import MemberEntries
 from sleeper_spark.errors import SnapshotNotFoundError
 from sleeper_spark.log import StateSnapshotStore, TransactionCodec, TransactionLog
-from sleeper_spark.models import Snapshot, Transaction
+from sleeper_spark.models import FoldedTransaction, Snapshot
 from sleeper_spark.state import TableState, fold
 
 logger = logging.getLogger(__name__)
@@ -34,8 +35,11 @@ class LogReader:
         codec: TransactionCodec,
         state_snapshots: StateSnapshotStore,
         recheck_after_s: float = 300.0,
+        members: MemberEntries | None = None,
     ) -> None:
         self.name = name
+        # Entries of multi-table transactions fold only once decided (commit/decisions.py).
+        self.members = members or MemberEntries(None, "", name)
         self.transaction_log = transaction_log
         self.codec = codec
         self.state_snapshots = state_snapshots
@@ -133,8 +137,8 @@ class LogReader:
             raise SnapshotNotFoundError(f"table {self.name!r} has no snapshot with version {at_most}")
         return state
 
-    def _decoded(self, after: int, up_to: int | None = None) -> Iterator[tuple[int, Transaction]]:
+    def _decoded(self, after: int, up_to: int | None = None) -> Iterator[tuple[int, FoldedTransaction]]:
         # A throttled read surfaces as LogThrottledError (a StorageError): the commit loop
         # retries it with back-off; a plain reader sees a StorageError saying so.
         for record in self.transaction_log.read(after=after, up_to=up_to):
-            yield record.number, self.codec.decode(record.number, record.body)
+            yield record.number, self.members.resolved(record.number, self.codec.decode(record.number, record.body))

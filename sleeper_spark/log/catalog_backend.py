@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from datetime import datetime, timezone
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import WarehouseNotFoundError
@@ -14,6 +15,9 @@ from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableEntry, Tab
 from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePointer
 from sleeper_spark.log.transaction_log import TransactionLog
 from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
+
+DECISIONS_PREFIX = "_transactions"  # the decision logs of multi-table transactions, in the warehouse
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class CatalogBackend(ABC):
@@ -35,6 +39,15 @@ class CatalogBackend(ABC):
     @abstractmethod
     def pending_appends(self, entry: TableEntry) -> PendingAppends:
         """The appends of one table waiting for a group commit, where every writer of it can see them."""
+
+    def decision_log(self, transaction_id: str) -> TransactionLog:
+        """The log whose entry 1 is the decision of one multi-table transaction (ADR 0016).
+
+        A log like a table's, at ``_transactions/<id>``, so the decision gets the backend's
+        one-winner-per-number guarantee with the same conditional-write strategy as the tables.
+        """
+        key = f"{DECISIONS_PREFIX}/{transaction_id}"
+        return self.transaction_log(TableEntry(name=key, table_id=key, root=key, created_at=_EPOCH))
 
     def ensure_infrastructure(self) -> None:
         """Creates what the backend needs outside the warehouse; idempotent."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from sleeper_spark.errors import CorruptLogError
 from sleeper_spark.maintenance.progress import Progress, no_progress
-from sleeper_spark.models import AddFiles, AppendGroup, ReplaceFiles, Snapshot, Transaction
+from sleeper_spark.models import AddFiles, AppendGroup, FoldedTransaction, ReplaceFiles, Snapshot
 from sleeper_spark.state import TableState, fold
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def _files_of(state: TableState | None) -> set[str]:
     return set(state.files) if state is not None else set()
 
 
-def _added_paths(txn: Transaction) -> list[str]:
+def _added_paths(txn: FoldedTransaction) -> list[str]:
     if isinstance(txn, (AddFiles, AppendGroup)):
         return [f.path for f in txn.files]
     if isinstance(txn, ReplaceFiles):

@@ -17,6 +17,22 @@ from sleeper_spark.models.files import FileRef
 from sleeper_spark.models.schema import TableSchema
 
 
+class TransactionMember(BaseModel):
+    """What makes a log entry one table's part of a multi-table transaction (ADR 0016).
+
+    The entry counts only once the transaction's decision record says ``committed`` and lists
+    the entry's number; ``aborted`` (or a decision that does not list it) folds it as a no-op.
+    ``decide_by``: until then a reader that finds no decision waits; after it, the reader puts
+    ``aborted`` itself, so a writer killed mid-way holds the table up for at most the lease.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    transaction_id: str
+    tables: tuple[str, ...] = Field(min_length=1)  # the table ids of every table in the transaction
+    decide_by: datetime
+
+
 class TransactionBase(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -30,6 +46,8 @@ class TransactionBase(BaseModel):
     app_version: int | None = None
     # Counts of what the operation did (a merge: rows_inserted, rows_updated, ...); absent when none.
     operation_metrics: dict[str, int] | None = None
+    # Set on each table's entry of a multi-table transaction; absent (and not stored) otherwise.
+    member_of: TransactionMember | None = None
 
 
 class CreateTable(TransactionBase):
@@ -122,6 +140,14 @@ class SetProperties(TransactionBase):
     unset: tuple[str, ...] = ()
 
 
+class VoidedEntry(TransactionBase):
+    """An entry of a multi-table transaction that was aborted, as the fold sees it: its number is
+    used and nothing changes. Never stored: the log keeps the entry as it was written, and each
+    reader voids it after reading the transaction's decision."""
+
+    type: Literal["voided"] = "voided"
+
+
 Transaction = Annotated[
     CreateTable | AddFiles | AppendGroup | ReplaceFiles | SetSchema | SetProperties,
     Field(discriminator="type"),
@@ -131,6 +157,9 @@ Transaction = Annotated[
 # by a newer version (see TransactionCodec.decode).
 KNOWN_TYPES = frozenset({"create_table", "add_files", "append_group", "replace_files", "set_schema",
                          "set_properties"})
+
+# What a reader folds: a stored transaction, or in place of an aborted transaction's entry, a VoidedEntry.
+FoldedTransaction = CreateTable | AddFiles | AppendGroup | ReplaceFiles | SetSchema | SetProperties | VoidedEntry
 
 TRANSACTION_ADAPTER: TypeAdapter[Transaction] = TypeAdapter(Transaction)
 
@@ -142,3 +171,43 @@ def encode_transaction(txn: Transaction) -> bytes:
 
 def decode_transaction(data: bytes | str) -> Transaction:
     return TRANSACTION_ADAPTER.validate_json(data)
+
+
+# -- the decision record of a multi-table transaction ---------------------------------------
+
+DecisionOutcome = Literal["committed", "aborted"]
+
+
+class TransactionDecision(BaseModel):
+    """Entry 1 of the log ``_transactions/<id>``: whether a multi-table transaction counts.
+
+    Exactly one decision is ever stored per transaction (the log's one winner per number), so a
+    decision never changes once read. ``committed`` lists, per table id, the numbers of the
+    transaction's entries in that table's log; an entry of the transaction at any other number
+    (none is ever written, but a reader does not rely on that) folds as a no-op, as every entry
+    of an ``aborted`` transaction does.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    transaction_id: str
+    outcome: DecisionOutcome
+    decided_at: datetime
+    # "writer": the transaction's own writer; "reader": a reader or writer that found it undecided
+    # after its lease (decide_by) and rolled it back.
+    decided_by: Literal["writer", "reader"]
+    # table id -> the numbers of the transaction's entries in that table's log (committed only)
+    versions: dict[str, tuple[int, ...]] = Field(default_factory=dict)
+    # table id -> the table's name when the transaction ran, for listing transactions
+    names: dict[str, str] = Field(default_factory=dict)
+
+    def counts(self, table_id: str, number: int) -> bool:
+        """Whether the entry ``number`` of table ``table_id`` folds as written."""
+        return self.outcome == "committed" and number in self.versions.get(table_id, ())
+
+    def encode(self) -> bytes:
+        return self.model_dump_json(exclude_defaults=True).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> TransactionDecision:
+        return cls.model_validate_json(data)

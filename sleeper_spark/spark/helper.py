@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import sleeper_spark.errors as errors
 from sleeper_spark.commit import idempotent_repeat
-from sleeper_spark.errors import CommitStateUnknownError, SleeperSparkError
+from sleeper_spark.errors import CommitStateUnknownError, ConfigError, SleeperSparkError
 from sleeper_spark.models import Snapshot, TableSchema
 from sleeper_spark.models.schema import check_data_schema
 from sleeper_spark.models.schema_evolution import merged_schema
@@ -57,6 +57,11 @@ def write(table: Table, df: Any, mode: str, metadata: Mapping[str, str], app_id:
     native = native_write(table, df, state, mode, metadata, app_id, app_version, merge=merge, partial=partial)
     if native is not None:
         return native
+    if table.head.stages_only:
+        # The Python data source commits in a Python worker of its own, out of the transaction's reach.
+        raise ConfigError(f"table {table.name!r}: a multi-table transaction writes a Spark DataFrame with Spark's own "
+                          "writer, which needs the sleeper jar in the session (see docs/running.md) or a Spark "
+                          "Connect session; without it, write Arrow data (df.toArrow()); nothing was written")
     write_id = new_write_id()
     write_options = {opt.WRITE_ID: write_id, **opt.metadata_option(metadata)}
     if app_id is not None and app_version is not None:

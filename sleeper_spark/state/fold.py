@@ -19,14 +19,15 @@ from sleeper_spark.models import (
     AddFiles,
     AppendGroup,
     CreateTable,
+    FoldedTransaction,
     ReplaceFiles,
     SetProperties,
     SetSchema,
     Snapshot,
     SnapshotMember,
     TableSchema,
-    Transaction,
     TransactionBase,
+    VoidedEntry,
 )
 from sleeper_spark.models.columnar import ColumnarAddFiles
 from sleeper_spark.models.schema_evolution import check_evolution, dropped_columns, with_dropped
@@ -47,7 +48,7 @@ def initial_state(create: CreateTable) -> TableState:
     )
 
 
-def fold(transactions: Iterable[tuple[int, Transaction]], state: TableState | None = None) -> TableState:
+def fold(transactions: Iterable[tuple[int, FoldedTransaction]], state: TableState | None = None) -> TableState:
     """Applies numbered transactions in order, starting from ``state`` (or from nothing).
 
     Numbers must follow on from ``state.version`` without gaps; anything else means the log is
@@ -92,6 +93,19 @@ def _(txn: CreateTable, state: TableState) -> None:
 @apply.register
 def _(txn: CreateTable, state: TableState) -> TableState:
     raise CorruptLogError(f"table {state.name!r}: a second create_table at {state.version + 1}")
+
+
+# -- an entry of an aborted multi-table transaction ---------------------------------------
+
+
+@validate.register
+def _(txn: VoidedEntry, state: TableState) -> None:
+    raise TypeError("a voided entry is what a reader folds in place of an aborted one; it is never committed")
+
+
+@apply.register
+def _(txn: VoidedEntry, state: TableState) -> TableState:
+    return replace(state, version=state.version + 1)  # its number is used; nothing else changes
 
 
 # -- add_files -----------------------------------------------------------------------------

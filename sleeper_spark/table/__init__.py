@@ -2,5 +2,6 @@
 
 from sleeper_spark.table.catalog import Catalog
 from sleeper_spark.table.table import Table
+from sleeper_spark.table.transactions import CatalogTransaction, TransactionRecord, TransactionResult
 
-__all__ = ["Catalog", "Table"]
+__all__ = ["Catalog", "CatalogTransaction", "Table", "TransactionRecord", "TransactionResult"]

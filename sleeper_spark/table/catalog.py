@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sleeper_spark.commit import GroupCommit, TableHead, utc_now
+from sleeper_spark.commit import DecisionBook, GroupCommit, MemberEntries, TableHead, utc_now
 from sleeper_spark.config import CatalogConfig, ConditionalWrites
 from sleeper_spark.errors import (
     ConfigError,
@@ -32,6 +32,13 @@ from sleeper_spark.table.names import check_table_name
 from sleeper_spark.table.namespaces import CatalogNamespaces
 from sleeper_spark.table.schema_changes import clustering_properties
 from sleeper_spark.table.table import Table
+from sleeper_spark.table.transactions import (
+    DEFAULT_LEASE_S,
+    CatalogTransaction,
+    TransactionRecord,
+    consistent_versions,
+    recent_transactions,
+)
 from sleeper_spark.table.writes import check_partial_overwrite, check_write_args
 
 _PARTITION_TYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "string", "date"})
@@ -47,6 +54,8 @@ class Catalog:
         self._sleep = sleep  # injectable so tests record commit back-offs instead of sleeping
         self._tables: dict[str, Table] = {}
         self._lock = threading.Lock()
+        # The decisions of multi-table transactions this catalog has met (each never changes).
+        self.decisions = DecisionBook(self.backend.decision_log, config.retry, sleep=sleep)
 
     def __repr__(self) -> str:
         return f"Catalog({self.config.catalog}, {self.config.warehouse!r})"
@@ -214,6 +223,7 @@ class Catalog:
                 state_snapshot_interval=self.config.state_snapshot_interval,
                 sleep=self._sleep,
                 recheck_after_s=self.config.recheck_after_s,
+                members=MemberEntries(self.decisions, entry.table_id, entry.name),
             )
             group = GroupCommit(head, self.backend.pending_appends(entry)) if self.config.group_commit else None
             table = self._tables[entry.name] = Table(self, entry, head, store, group)
@@ -244,6 +254,24 @@ class Catalog:
         return table.write(data, mode=mode, metadata=checked, app_id=app_id, app_version=app_version,
                            merge_schema=merge_schema, replace_where=replace_where,
                            partition_overwrite_mode=partition_overwrite_mode)
+
+    def transaction(self, lease_s: float = DEFAULT_LEASE_S) -> CatalogTransaction:
+        """One atomic commit across tables: ``with catalog.transaction() as tx: tx.write(...)``.
+
+        Every table written in the block gets its new version, or none does (see
+        :mod:`sleeper_spark.table.transactions`). ``lease_s``: how long readers of the tables wait
+        for the commit's decision before rolling it back (a writer that died half way holds the
+        tables up for at most this long).
+        """
+        return CatalogTransaction(self, lease_s)
+
+    def read_consistent(self, names: Sequence[str]) -> dict[str, int]:
+        """Each table's version as of one point: no multi-table transaction in one but not another."""
+        return consistent_versions(self, names)
+
+    def transactions(self, names: Sequence[str] | None = None, limit: int = 100) -> list[TransactionRecord]:
+        """The newest multi-table transactions in these tables' histories (all tables by default)."""
+        return recent_transactions(self, self.tables() if names is None else names, limit)
 
     def _create_for(self, data: Any, name: str, partition_by: Sequence[str]) -> Table:
         schema = data.schema

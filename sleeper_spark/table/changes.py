@@ -31,8 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.errors import ConfigError, LogThrottledError, SnapshotNotFoundError, StorageError
-from sleeper_spark.models import AddFiles, AppendGroup, FileRef, ReplaceFiles, TableSchema
-from sleeper_spark.models.transactions import Transaction
+from sleeper_spark.models import AddFiles, AppendGroup, FileRef, FoldedTransaction, ReplaceFiles, TableSchema
 from sleeper_spark.table.reading import read_file
 
 if TYPE_CHECKING:
@@ -152,7 +151,7 @@ def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
 
 
-def _transactions(table: Table, first: int, last: int) -> Iterable[tuple[int, Transaction]]:
+def _transactions(table: Table, first: int, last: int) -> Iterable[tuple[int, FoldedTransaction]]:
     """Transactions ``first..last`` read from the log, checked to be all there."""
     expected = first
     try:
@@ -170,7 +169,7 @@ def _transactions(table: Table, first: int, last: int) -> Iterable[tuple[int, Tr
             f"is {oldest}), so its changes are gone; read changes from version {oldest} or later")
 
 
-def _version_changes(table: Table, first: int, transactions: Sequence[tuple[int, Transaction]]
+def _version_changes(table: Table, first: int, transactions: Sequence[tuple[int, FoldedTransaction]]
                      ) -> Iterable[VersionChanges]:
     known = _files_before(table, first, _removed_before_added(transactions))
     for number, txn in transactions:
@@ -180,7 +179,7 @@ def _version_changes(table: Table, first: int, transactions: Sequence[tuple[int,
             yield change
 
 
-def _removed_before_added(transactions: Sequence[tuple[int, Transaction]]) -> set[str]:
+def _removed_before_added(transactions: Sequence[tuple[int, FoldedTransaction]]) -> set[str]:
     """The paths the range removes before (or without) adding them itself: versions before it
     added those. A path the range adds later too (a restore brings a removed file back) is one."""
     added: set[str] = set()
@@ -203,7 +202,7 @@ def _files_before(table: Table, first: int, wanted: set[str]) -> dict[str, FileR
     return {f.path: f for f in state.layout.file_refs(rows)}
 
 
-def _added(txn: Transaction) -> tuple[FileRef, ...]:
+def _added(txn: FoldedTransaction) -> tuple[FileRef, ...]:
     if isinstance(txn, AppendGroup):
         return tuple(f for member in txn.members for f in member.files)
     if isinstance(txn, AddFiles):
@@ -213,7 +212,7 @@ def _added(txn: Transaction) -> tuple[FileRef, ...]:
     return ()
 
 
-def _changes_of(number: int, txn: Transaction, known: dict[str, FileRef]) -> VersionChanges | None:
+def _changes_of(number: int, txn: FoldedTransaction, known: dict[str, FileRef]) -> VersionChanges | None:
     at = _utc(txn.committed_at)
     if isinstance(txn, (AddFiles, AppendGroup)):
         files = _added(txn)

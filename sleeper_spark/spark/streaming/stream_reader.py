@@ -34,7 +34,15 @@ from pyspark.sql.types import StructType
 
 from sleeper_spark.errors import ConfigError, SchemaMismatchError, SnapshotNotFoundError, StorageError
 from sleeper_spark.log import LogThrottledError
-from sleeper_spark.models import AddFiles, AppendGroup, FileRef, ReplaceFiles, SetSchema, TableSchema, Transaction
+from sleeper_spark.models import (
+    AddFiles,
+    AppendGroup,
+    FileRef,
+    FoldedTransaction,
+    ReplaceFiles,
+    SetSchema,
+    TableSchema,
+)
 from sleeper_spark.models.schema import same_type
 from sleeper_spark.spark.common.options import StreamReadOptions, open_catalog
 from sleeper_spark.spark.source.reader import FilesPartition, ReadTarget, SleeperReader
@@ -157,7 +165,7 @@ class SleeperStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
 
 
-def check_stream_schema(number: int, txn: Transaction, schema: TableSchema, table: str) -> None:
+def check_stream_schema(number: int, txn: FoldedTransaction, schema: TableSchema, table: str) -> None:
     """A query keeps the schema it started with: a version that adds columns is read without
     them, one that widens or drops a column of that schema stops the query with a clear error."""
     evolved = txn.schema_ if isinstance(txn, (SetSchema, AddFiles, ReplaceFiles)) else None
@@ -176,7 +184,7 @@ def check_kept_schema(where: str, schema: TableSchema, evolved: TableSchema, tab
         )
 
 
-def delivered_files(number: int, txn: Transaction, ignore_changes: bool, table: str) -> tuple[FileRef, ...]:
+def delivered_files(number: int, txn: FoldedTransaction, ignore_changes: bool, table: str) -> tuple[FileRef, ...]:
     """The files whose rows version ``number`` adds to a stream."""
     if isinstance(txn, (AddFiles, AppendGroup)):
         return txn.files

@@ -1,0 +1,150 @@
+"""One table's part of a multi-table transaction (ADR 0016): staging its transaction, then appending it.
+
+:class:`StagingHead` stands in for a table's head while a transaction's writes run: every write
+path ends in ``head.commit(build)``, which here records ``build`` instead of appending, so the
+same writers (Arrow, Spark, deletes) stage files for a transaction as for a write of their own.
+
+:func:`append_member` appends a staged transaction as the table's entry of the transaction: the
+usual conditional put at the next number, validated against the newest state, retried when the
+number is taken, under the one retry policy. Unlike :meth:`TableHead.commit`, it leaves the
+head's state where it was: the entry counts only once the transaction is decided, and the next
+catch-up folds it the way its decision says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tenacity import RetryError
+
+from sleeper_spark.commit.head import BuildTransaction, CommitResult, TableHead
+from sleeper_spark.commit.retry import RetryCommit, commit_retrying
+from sleeper_spark.errors import CommitFailedError, CommitStateUnknownError, CorruptLogError, StorageError
+from sleeper_spark.log import AppendOutcomeUnknownError, LogThrottledError, TransactionNumberTakenError
+from sleeper_spark.models import Transaction, TransactionMember
+from sleeper_spark.state import TableState, apply, validate
+
+TRANSACTION_KEY = "transaction_id"  # the metadata key naming the transaction in each table's history
+
+
+class StagingHead(TableHead):
+    """A table's head that records what would be committed instead of committing it."""
+
+    stages_only = True
+
+    def __init__(self, head: TableHead) -> None:
+        super().__init__(head.name, head.transaction_log, head.codec, head.state_snapshots, head.retry_policy,
+                         sleep=head.sleep, clock=head.now, members=head.members)
+        self._state, self._caught_up_at = head.peek()  # starts warm where the table's head is
+        self.builds: list[BuildTransaction] = []
+        self.staged: list[Transaction] = []  # what each build made when staged: the files to delete on abort
+
+    def commit(self, build: BuildTransaction) -> CommitResult:
+        """Records ``build`` once it made a valid transaction on the newest state; commits nothing.
+
+        The snapshot returned is provisional: the version it would get if nothing else
+        committed first. The real one is known when the transaction is decided.
+        """
+        with self.lock:
+            state = self.catch_up()
+            txn = build(state).model_copy(update={"parent_id": state.snapshot_id, "committed_at": self.now()})
+            validate(txn, state)  # bad input fails here, before anything is appended anywhere
+            self.builds.append(build)
+            self.staged.append(txn)
+            provisional = apply(txn, state).latest
+        assert provisional is not None
+        return CommitResult(provisional, committed=True, attempts=0)
+
+
+def as_member(build: BuildTransaction, member: TransactionMember) -> BuildTransaction:
+    """``build``, making the table's entry of ``member``'s transaction, named in its metadata."""
+
+    def member_build(state: TableState) -> Transaction:
+        txn = build(state)
+        metadata: Mapping[str, str] = {**txn.metadata, TRANSACTION_KEY: member.transaction_id}
+        return txn.model_copy(update={"member_of": member, "metadata": dict(metadata)})
+
+    return member_build
+
+
+def append_member(head: TableHead, build: BuildTransaction, after: TableState | None = None) -> tuple[int, TableState]:
+    """Appends the entry ``build`` makes on the newest state; returns its number and the state with
+    it folded in (as if committed), for the transaction's next entry to this table (module doc).
+
+    ``after``: that state, when the transaction appended to this table already. The entry goes
+    right after the earlier one: nobody else can append there without the transaction's
+    decision, so a number taken there means the transaction was rolled back (its lease ran out).
+
+    Raises what the commit loop raises for a conflict (``CommitConflictError``) and
+    :class:`CommitFailedError` when retries run out; :class:`CommitStateUnknownError` when an
+    append's outcome could not be learnt. Either way the caller aborts the whole transaction,
+    which voids this entry too if it landed after all.
+    """
+    uncertain_at: int | None = None
+    state: TableState | None = after
+    landed: TableState | None = None
+    write_id = ""
+    try:
+        for attempt in commit_retrying(head.retry_policy, head.name, head.sleep):
+            with attempt, head.lock:
+                if uncertain_at is not None:
+                    if _holds_write(head, uncertain_at, write_id):
+                        assert landed is not None
+                        return uncertain_at, landed
+                    if not _is_free(head, uncertain_at):
+                        _refuse_behind_own(head, after)
+                        uncertain_at = None
+                        state = None
+                if state is None:
+                    try:
+                        state = head.catch_up()  # waits for the decisions of other transactions' entries
+                    except LogThrottledError:
+                        raise RetryCommit("reading the log was throttled") from None
+                txn = build(state).model_copy(update={"parent_id": state.snapshot_id, "committed_at": head.now()})
+                write_id = txn.write_id
+                validate(txn, state)
+                number = state.version + 1
+                landed = apply(txn, state)
+                try:
+                    head.transaction_log.append(number, head.codec.encode(txn))
+                except TransactionNumberTakenError:
+                    _refuse_behind_own(head, after)
+                    state = None
+                    raise RetryCommit(f"transaction {number} was taken by another writer") from None
+                except LogThrottledError:
+                    raise RetryCommit("the log is throttling requests") from None
+                except AppendOutcomeUnknownError:
+                    uncertain_at = number  # retried at the same number: only one copy can land
+                    raise RetryCommit(f"the outcome of appending transaction {number} is unknown") from None
+                return number, landed
+    except RetryError:
+        if uncertain_at is not None:
+            raise CommitStateUnknownError(f"table {head.name!r}: could not learn whether entry {uncertain_at} "
+                                          "of the transaction landed") from None
+        raise CommitFailedError(f"table {head.name!r}: gave up appending its entry of the transaction after "
+                                f"{head.retry_policy.max_attempts} attempts under contention") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _refuse_behind_own(head: TableHead, after: TableState | None) -> None:
+    if after is not None:
+        raise CommitFailedError(f"table {head.name!r}: another writer appended right after this transaction's "
+                                "entry, so the transaction was rolled back (it outlived its lease); nothing was "
+                                "committed")
+
+
+def _holds_write(head: TableHead, number: int, write_id: str) -> bool:
+    """Whether entry ``number`` is ours (by its write id), read as stored: not waiting for a decision."""
+    try:
+        record = head.transaction_log.read_one(number)
+        return record is not None and head.codec.decode(number, record.body).write_id == write_id
+    except (StorageError, CorruptLogError) as error:
+        raise CommitStateUnknownError(f"table {head.name!r}: entry {number} of the transaction may have landed "
+                                      f"and cannot be read ({error})") from error
+
+
+def _is_free(head: TableHead, number: int) -> bool:
+    try:
+        return head.transaction_log.read_one(number) is None
+    except StorageError as error:
+        raise CommitStateUnknownError(f"table {head.name!r}: entry {number} cannot be read ({error})") from error

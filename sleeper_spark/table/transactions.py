@@ -1,0 +1,312 @@
+"""Atomic commits across tables: ``with catalog.transaction() as tx`` (ADR 0016).
+
+Inside the block each ``tx.write`` / ``tx.delete_where`` runs the table's usual write path up to
+its commit: the files are written and the table's transaction is built and checked, but nothing
+is appended (see :class:`~sleeper_spark.commit.StagingHead`). Leaving the block commits:
+
+1. each table's entry is appended, tables in the order of their ids (two transactions over the
+   same tables meet in the same order, so neither waits on the other in a circle), each entry
+   naming the transaction and its lease (``decide_by``);
+2. one decision record, ``committed`` with every entry's number, is put with a conditional write;
+3. the tables' heads fold the entries, and publishing runs as after any commit.
+
+Anything that fails before the decision, or an exception in the block, ends in ``aborted``
+(put only if an entry was appended): every entry folds as a no-op, the staged files are deleted,
+and the error is raised. Every table gets its new version, or none does.
+
+**Reading several tables as of one point.** Reading table a and then table b never shows a
+transaction in a but not in b: a folds an entry only once its transaction is committed, and by
+then b's log holds b's entry, which b's later read folds. The other way round, b's read may show
+a transaction committed after a was read. :func:`consistent_versions` closes that gap: it reads
+every table, then, for each committed transaction a table's state holds, brings every other
+table of it up to at least that transaction's entry there (the decision record lists the
+numbers), until nothing moves. The entries it needs are in the logs already, so this ends.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.compute as pc
+
+from sleeper_spark.commit import TRANSACTION_KEY, StagingHead, append_member, as_member
+from sleeper_spark.errors import CommitFailedError, ConfigError, SleeperSparkError
+from sleeper_spark.models import AddFiles, ReplaceFiles, Snapshot, Transaction, TransactionMember
+from sleeper_spark.models.columnar import ColumnarAddFiles
+from sleeper_spark.models.transactions import TransactionDecision
+from sleeper_spark.state import TableState
+from sleeper_spark.table.writes import delete_staged
+
+if TYPE_CHECKING:
+    from sleeper_spark.table.catalog import Catalog
+    from sleeper_spark.table.table import Table
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LEASE_S = 30.0
+# One decision record lists every table's entries; DynamoDB items stop at 400 KB.
+MAX_TABLES = 1000
+# Each round of a consistent read raises at least one table's version to an entry already in its log.
+_MAX_ROUNDS = 1000
+
+
+@dataclass(frozen=True)
+class TransactionResult:
+    """A committed multi-table transaction: its id and each table's new snapshots, by table name."""
+
+    transaction_id: str
+    snapshots: Mapping[str, tuple[Snapshot, ...]]
+
+    def version(self, name: str) -> int:
+        """The table's version after the transaction."""
+        return self.snapshots[name][-1].version
+
+
+@dataclass
+class _Staged:
+    table: Table
+    head: StagingHead
+    modes: list[str] = field(default_factory=list)
+
+
+class CatalogTransaction:
+    """One multi-table transaction; use it as a context manager (see the module doc)."""
+
+    def __init__(self, catalog: Catalog, lease_s: float = DEFAULT_LEASE_S, max_tables: int = MAX_TABLES) -> None:
+        if not isinstance(lease_s, (int, float)) or isinstance(lease_s, bool) or lease_s <= 0:
+            raise ConfigError(f"a transaction's lease must be a positive number of seconds, not {lease_s!r}")
+        self._catalog = catalog
+        self._lease = timedelta(seconds=float(lease_s))
+        self._max_tables = max_tables
+        self._staged: dict[str, _Staged] = {}  # by table id, in staging order
+        self._state = "new"  # new -> open -> committed | aborted
+        self.transaction_id = uuid.uuid4().hex
+        self.result: TransactionResult | None = None
+
+    # -- the block -----------------------------------------------------------------------
+
+    def __enter__(self) -> CatalogTransaction:
+        if self._state != "new":
+            raise ConfigError(f"transaction {self.transaction_id} was {self._state} already: start a new one with "
+                              "catalog.transaction(); nothing was committed")
+        self._state = "open"
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if error is not None:
+            self._discard()
+            return  # the block's own exception goes on up
+        self.commit()
+
+    def write(self, name: str, data: Any, mode: str = "append", metadata: Mapping[str, str] | None = None,
+              merge_schema: bool = False, partition_overwrite_mode: str | None = None,
+              replace_where: str | None = None) -> Snapshot:
+        """Stages a write of ``data`` (Arrow data or a Spark DataFrame) to table ``name``, as
+        :meth:`Table.write` would make it; returns the snapshot it would be if nothing else
+        committed first. Committed with the rest of the transaction when the block ends."""
+        staged = self._stage(name, mode)
+        return staged.table.write(data, mode=mode, metadata=metadata, merge_schema=merge_schema,
+                                  partition_overwrite_mode=partition_overwrite_mode, replace_where=replace_where)
+
+    def delete_where(self, name: str, predicate: Any, spark: Any = None) -> Snapshot:
+        """Stages :meth:`Table.delete_where` on table ``name`` (a Spark SQL condition needs ``spark``)."""
+        staged = self._stage(name, "delete")
+        return staged.table.delete_where(spark, predicate)
+
+    # -- committing ----------------------------------------------------------------------
+
+    def commit(self) -> TransactionResult:
+        """Commits every staged write (leaving the block does this); see the module doc."""
+        self._check_open()
+        self._state = "committing"
+        catalog = self._catalog
+        order = sorted(self._staged)
+        if not order or not any(s.head.builds for s in self._staged.values()):
+            self._state = "committed"
+            self.result = TransactionResult(self.transaction_id, {})
+            return self.result
+        started = time.monotonic()
+        member = TransactionMember(transaction_id=self.transaction_id, tables=tuple(order),
+                                   decide_by=catalog.decisions.now() + self._lease)
+        numbers: dict[str, list[int]] = {}
+        try:
+            for table_id in order:
+                staged = self._staged[table_id]
+                after = None
+                for build in staged.head.builds:
+                    number, after = append_member(staged.table.head, as_member(build, member), after)
+                    numbers.setdefault(table_id, []).append(number)
+        except BaseException as error:
+            self._abort(appended=True, cause=error)
+            raise
+        names = {table_id: self._staged[table_id].table.name for table_id in order}
+        decision = catalog.decisions.decide(TransactionDecision(
+            transaction_id=self.transaction_id, outcome="committed", decided_at=catalog.decisions.now(),
+            decided_by="writer", versions={k: tuple(v) for k, v in numbers.items()}, names=names))
+        if decision.outcome != "committed":
+            self._state = "aborted"
+            self._delete_staged()
+            raise CommitFailedError(
+                f"transaction {self.transaction_id} was rolled back by a reader: committing it took longer than its "
+                f"lease ({self._lease.total_seconds():g} s); nothing was committed. Give catalog.transaction() a "
+                "longer lease_s")
+        self._state = "committed"
+        self.result = self._finish(numbers, started)
+        return self.result
+
+    def _finish(self, numbers: dict[str, list[int]], started: float) -> TransactionResult:
+        snapshots: dict[str, tuple[Snapshot, ...]] = {}
+        for table_id, table_numbers in numbers.items():
+            table = self._staged[table_id].table
+            state = table.head.catch_up()  # folds the entries: their decision is known to this process
+            made = tuple(s for s in (state.history.last_where("version", n) for n in table_numbers) if s is not None)
+            snapshots[table.name] = made
+            table.head.finished(made[-1], 1, started)  # state snapshot if due, publishing, auto compaction
+        log.info("transaction %s committed %d table(s) in %.1f ms", self.transaction_id, len(numbers),
+                 (time.monotonic() - started) * 1000)
+        return TransactionResult(self.transaction_id, snapshots)
+
+    # -- staging and aborting ------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            was = "not open" if self._state == "new" else self._state
+            raise ConfigError(f"transaction {self.transaction_id} is {was}: use it inside `with catalog.transaction() "
+                              "as tx:`, once; nothing was committed")
+
+    def _stage(self, name: str, mode: str) -> _Staged:
+        self._check_open()
+        if mode not in ("append", "overwrite", "delete"):
+            raise ConfigError(f"write mode must be 'append' or 'overwrite', not {mode!r}; nothing was written")
+        table = self._catalog.table(name)
+        staged = self._staged.get(table.table_id)
+        if staged is None:
+            if len(self._staged) >= self._max_tables:
+                raise ConfigError(f"a transaction holds at most {self._max_tables} tables (one decision record lists "
+                                  "them all); split the work into several transactions; nothing was committed")
+            head = StagingHead(table.head)
+            view = copy.copy(table)  # the table, with every commit going to the staging head
+            view.head, view.group_commit = head, None
+            staged = self._staged[table.table_id] = _Staged(view, head)
+        if "overwrite" in staged.modes or (mode == "overwrite" and staged.modes):
+            raise ConfigError(
+                f"table {name!r} is written more than once in this transaction, and one of the writes is an "
+                f"overwrite ({', '.join([*staged.modes, mode])}): an overwrite replaces the whole table, so give it "
+                "all of the table's data in one write; nothing was committed")
+        staged.modes.append(mode)
+        return staged
+
+    def _discard(self) -> None:
+        """The block raised: nothing was appended; delete what was staged."""
+        self._state = "aborted"
+        self._delete_staged()
+
+    def _abort(self, appended: bool, cause: BaseException) -> None:
+        self._state = "aborted"
+        if appended:
+            try:
+                decision = self._catalog.decisions.decide(TransactionDecision(
+                    transaction_id=self.transaction_id, outcome="aborted", decided_at=self._catalog.decisions.now(),
+                    decided_by="writer"))
+            except SleeperSparkError as error:
+                # An entry may have landed and stays undecided: readers roll it back when its lease ends.
+                log.warning("transaction %s: could not store its abort (%s); its tables roll it back when its "
+                            "lease ends. Staged files are kept for vacuum", self.transaction_id, error)
+                return
+            assert decision.outcome == "aborted", "only this writer puts committed, and it did not"
+        log.info("transaction %s aborted: %s", self.transaction_id, cause)
+        self._delete_staged()  # every entry that landed is void: the files are the transaction's alone
+
+    def _delete_staged(self) -> None:
+        for staged in self._staged.values():
+            paths = [path for txn in staged.head.staged for path in _added_paths(txn)]
+            if paths:
+                delete_staged(staged.table.store, staged.table.root, paths)
+
+
+def _added_paths(txn: Transaction) -> list[str]:
+    if isinstance(txn, ColumnarAddFiles):
+        return list(txn.new_files.paths)
+    if isinstance(txn, AddFiles):
+        return [f.path for f in txn.files]
+    if isinstance(txn, ReplaceFiles):
+        return [f.path for f in txn.added]
+    return []
+
+
+# -- reading several tables as of one point ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TransactionRecord:
+    """One committed multi-table transaction, as the tables' histories show it."""
+
+    transaction_id: str
+    committed_at: datetime  # of its newest entry
+    versions: dict[str, tuple[int, ...]]  # table name -> the versions it made there
+
+
+def _transaction_rows(state: TableState) -> list[tuple[str, int, datetime]]:
+    """``(transaction id, version, committed_at)`` of each snapshot of ``state`` made by a transaction."""
+    history = state.history.table()
+    if not history.num_rows:
+        return []
+    marked = history.filter(pc.fill_null(pc.match_substring(history.column("metadata"), f'"{TRANSACTION_KEY}"'),
+                                          False))
+    rows = []
+    for metadata, version, at in zip(marked.column("metadata").to_pylist(), marked.column("version").to_pylist(),
+                                     marked.column("committed_at").to_pylist(), strict=True):
+        transaction_id = json.loads(metadata).get(TRANSACTION_KEY)
+        if isinstance(transaction_id, str):
+            rows.append((transaction_id, int(version), at))
+    return rows
+
+
+def consistent_versions(catalog: Catalog, names: Sequence[str]) -> dict[str, int]:
+    """Each table's version as of one point (see the module doc); by table name."""
+    if isinstance(names, str) or not names:
+        raise ConfigError("read_consistent takes a list of table names, e.g. ['sales.orders', 'sales.lines']")
+    tables: dict[str, Table] = {}
+    for name in names:
+        table = catalog.table(name)
+        tables[table.table_id] = table
+    states = {table_id: table.head.state() for table_id, table in tables.items()}
+    for _ in range(_MAX_ROUNDS):
+        wanted: dict[str, int] = {}
+        for state in states.values():
+            for transaction_id, _version, _at in _transaction_rows(state):
+                decision = catalog.decisions.read(transaction_id)
+                if decision is None or decision.outcome != "committed":
+                    continue  # cannot happen for a folded entry; nothing to bring up
+                for table_id, numbers in decision.versions.items():
+                    if table_id in states and states[table_id].version < max(numbers):
+                        wanted[table_id] = max(wanted.get(table_id, 0), max(numbers))
+        if not wanted:
+            return {tables[table_id].name: state.version for table_id, state in states.items()}
+        for table_id, version in wanted.items():
+            states[table_id] = tables[table_id].head.state_at(version)
+    raise AssertionError("the tables' versions kept moving")  # pragma: no cover: each round moves up to logged entries
+
+
+def recent_transactions(catalog: Catalog, names: Sequence[str], limit: int = 100) -> list[TransactionRecord]:
+    """The newest ``limit`` committed multi-table transactions in the histories of ``names``, newest first."""
+    found: dict[str, dict[str, list[int]]] = {}
+    newest: dict[str, datetime] = {}
+    for name in names:
+        table = catalog.table(name)
+        for transaction_id, version, at in _transaction_rows(table.state()):
+            found.setdefault(transaction_id, {}).setdefault(table.name, []).append(version)
+            newest[transaction_id] = max(newest.get(transaction_id, at), at)
+    ordered = sorted(found, key=lambda t: newest[t], reverse=True)[:limit]
+    return [TransactionRecord(t, newest[t], {name: tuple(v) for name, v in sorted(found[t].items())})
+            for t in ordered]
