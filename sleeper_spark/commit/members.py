@@ -46,7 +46,8 @@ class StagingHead(TableHead):
         committed first. The real one is known when the transaction is decided.
         """
         with self.lock:
-            state = self.catch_up()
+            # The state as last read: the append re-validates against the newest one anyway.
+            state = self.known_state()
             txn = build(state).model_copy(update={"parent_id": state.snapshot_id, "committed_at": self.now()})
             validate(txn, state)  # bad input fails here, before anything is appended anywhere
             self.builds.append(build)

@@ -111,7 +111,9 @@ class IcebergPublisher:
         state = self._head.state() if version is None else self._head.state_at(version)
         if state.latest is None:
             raise NoSnapshotsError(f"table {self.target.name!r} has no data snapshot yet; write to it first")
-        if state.latest.version != state.version:
+        if version is None and state.latest.version != state.version:
+            state = self._head.state_at(state.latest.version)  # the newest entry made no snapshot (voided)
+        if state.latest is None or state.latest.version != state.version:
             raise SnapshotNotFoundError(f"table {self.target.name!r} has no snapshot with version {state.version}")
         key = join_key(self.target.root, iceberg_metadata_key(state.version))
         if self.target.store.head(key) is None:
@@ -177,6 +179,8 @@ class IcebergPublisher:
                         "publishing afresh from the oldest version it holds", self.target.name, last.version)
             last = self._publish_base(target, self._expired_before())
             states = states_after(self._head, last.state, target) or []
+        # A version an aborted multi-table transaction's entry took makes no snapshot: Iceberg skips it.
+        states = [state for state in states if state.latest is not None and state.latest.version == state.version]
         for i, state in enumerate(states):
             files = Files()
             with_json = len(states) <= EVERY_JSON_UP_TO or i == len(states) - 1

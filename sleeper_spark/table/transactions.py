@@ -139,6 +139,7 @@ class CatalogTransaction:
         member = TransactionMember(transaction_id=self.transaction_id, tables=tuple(order),
                                    decide_by=catalog.decisions.now() + self._lease)
         numbers: dict[str, list[int]] = {}
+        made: dict[str, list[Snapshot]] = {}  # each entry's snapshot, as it is once committed
         try:
             for table_id in order:
                 staged = self._staged[table_id]
@@ -146,6 +147,8 @@ class CatalogTransaction:
                 for build in staged.head.builds:
                     number, after = append_member(staged.table.head, as_member(build, member), after)
                     numbers.setdefault(table_id, []).append(number)
+                    if after.latest is not None and after.latest.version == number:
+                        made.setdefault(staged.table.name, []).append(after.latest)
         except BaseException as error:
             self._abort(appended=True, cause=error)
             raise
@@ -161,20 +164,25 @@ class CatalogTransaction:
                 f"lease ({self._lease.total_seconds():g} s); nothing was committed. Give catalog.transaction() a "
                 "longer lease_s")
         self._state = "committed"
-        self.result = self._finish(numbers, started)
+        self.result = TransactionResult(self.transaction_id, {name: tuple(v) for name, v in made.items()})
+        self._after_commit(numbers, started)
         return self.result
 
-    def _finish(self, numbers: dict[str, list[int]], started: float) -> TransactionResult:
-        snapshots: dict[str, tuple[Snapshot, ...]] = {}
+    def _after_commit(self, numbers: dict[str, list[int]], started: float) -> None:
+        """Each table's head folds its entries (their decision is known here), then what follows a
+        commit runs: a state snapshot if due, publishing, automatic compaction. The transaction is
+        committed whatever happens here: a failure is logged, and the next read folds the entries."""
         for table_id, table_numbers in numbers.items():
             table = self._staged[table_id].table
-            state = table.head.catch_up()  # folds the entries: their decision is known to this process
-            made = tuple(s for s in (state.history.last_where("version", n) for n in table_numbers) if s is not None)
-            snapshots[table.name] = made
-            table.head.finished(made[-1], 1, started)  # state snapshot if due, publishing, auto compaction
+            try:
+                snapshot = table.head.catch_up().history.last_where("version", table_numbers[-1])
+                if snapshot is not None:
+                    table.head.finished(snapshot, 1, started)
+            except SleeperSparkError as error:
+                log.warning("table %s: transaction %s is committed; bringing the table up to it failed: %s",
+                            table.name, self.transaction_id, error)
         log.info("transaction %s committed %d table(s) in %.1f ms", self.transaction_id, len(numbers),
                  (time.monotonic() - started) * 1000)
-        return TransactionResult(self.transaction_id, snapshots)
 
     # -- staging and aborting ------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -253,3 +254,28 @@ def test_a_member_entry_shape_is_pinned() -> None:
                    member_of=TransactionMember(transaction_id="7f3a", tables=("t-1", "t-2"), decide_by=at))
     check_golden("add_files_transaction_member.json", encode_transaction(txn).decode())
 
+
+
+def test_iceberg_and_delta_publish_a_committed_transaction_and_skip_an_aborted_entry(tmp_path: Path) -> None:
+    deltalake = pytest.importorskip("deltalake")
+    static_table = pytest.importorskip("pyiceberg.table").StaticTable
+    catalog = ss.Catalog.local(str(tmp_path / "warehouse"), delta_publish=True, iceberg_publish=True)
+    first, second = sorted([catalog.create_table(n, EVENTS_SCHEMA) for n in ("x", "y")], key=lambda t: t.table_id)
+    second.write(events(0, 0, rows=4))
+    with catalog.transaction() as tx:
+        tx.write(first.name, events(1, 1))
+        tx.write(second.name, events(1, 1))
+    with pytest.raises(ss.CommitConflictError), catalog.transaction() as tx:
+        tx.write(first.name, events(2, 2))  # appended, then voided by the abort
+        tx.delete_where(second.name, pc.field("value") == 0.0)
+        ss.Catalog(catalog.config).table(second.name).write(events(3, 3), mode="overwrite")
+    first.write(events(4, 4))
+    for table in (first, second):
+        table.publish_iceberg()
+        table.publish_delta()
+        expected = sorted(table.scan().column("seq").to_pylist())
+        assert sorted(deltalake.DeltaTable(table.delta_location()).to_pyarrow_table().column("seq").to_pylist()) \
+            == expected
+        iceberg = static_table.from_metadata(table.iceberg_metadata()).scan().to_arrow()
+        assert sorted(iceberg.column("seq").to_pylist()) == expected
+    assert first.state().version == 4 and [s.version for s in first.history()] == [2, 4]
