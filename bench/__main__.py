@@ -42,6 +42,7 @@ BENCHMARKS = [
     ("bench.curves", "Clustering curves: the files a range opens, Hilbert against Z-order"),
     ("bench.clustering", "Clustering: selective queries on a clustered table"),
     ("bench.layout_writes", "Optimized writes and automatic compaction"),
+    ("bench.transactions", "Multi-table transactions"),
 ]
 
 

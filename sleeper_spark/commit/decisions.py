@@ -22,8 +22,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from sleeper_spark.config import RetryPolicy
-from sleeper_spark.errors import CommitStateUnknownError, ConfigError
-from sleeper_spark.log import AppendOutcomeUnknownError, LogThrottledError, TransactionLog, TransactionNumberTakenError
+from sleeper_spark.errors import CommitStateUnknownError, ConfigError, StorageError
+from sleeper_spark.log import TransactionLog, TransactionNumberTakenError
 from sleeper_spark.models import FoldedTransaction, Transaction, TransactionMember, VoidedEntry
 from sleeper_spark.models.transactions import TransactionDecision
 
@@ -69,8 +69,12 @@ class DecisionBook:
         return None if record is None else self._remember(TransactionDecision.decode(record.body))
 
     def resolve(self, member: TransactionMember, table: str) -> TransactionDecision:
-        """The decision of ``member``'s transaction, waiting for it at most until ``decide_by``."""
-        decision = self.read(member.transaction_id)
+        """The decision of ``member``'s transaction, waiting for it at most until ``decide_by``.
+
+        A read of the decision that fails is tried again while there is time; at ``decide_by`` the
+        conditional put of ``aborted`` settles it either way (and raises if the store keeps failing).
+        """
+        decision = self._poll(member.transaction_id)
         delay = self._retry.base_delay_s or 0.005
         waited = False
         while decision is None:
@@ -86,14 +90,22 @@ class DecisionBook:
                 waited = True
             self._sleep(min(delay, left))
             delay = min(_POLL_MAX_S, max(self._retry.max_delay_s, 0.001), delay * 2)
-            decision = self.read(member.transaction_id)
+            decision = self._poll(member.transaction_id)
         return decision
+
+    def _poll(self, transaction_id: str) -> TransactionDecision | None:
+        try:
+            return self.read(transaction_id)
+        except StorageError as error:
+            log.info("transaction %s: reading its decision failed (%s); trying again", transaction_id, error)
+            return None
 
     def decide(self, decision: TransactionDecision) -> TransactionDecision:
         """Puts ``decision`` unless one is stored already; returns the decision that stands.
 
-        :class:`CommitStateUnknownError` if neither the put nor a read could tell, after a
-        bounded number of tries.
+        A put whose answer was lost, that was throttled or that failed is tried again (a
+        conditional put lands once however often it is sent); :class:`CommitStateUnknownError`
+        if neither the puts nor the reads could tell after a bounded number of tries.
         """
         decision_log = self._open_log(decision.transaction_id)
         body = decision.encode()
@@ -102,14 +114,14 @@ class DecisionBook:
                 decision_log.append(1, body)
             except TransactionNumberTakenError:
                 pass  # someone decided first: read what stands
-            except (AppendOutcomeUnknownError, LogThrottledError) as error:
+            except StorageError as error:  # the answer lost, throttled, or refused: it may have landed
                 log.warning("transaction %s: putting its decision: %s; reading it back", decision.transaction_id,
                             error)
             else:
                 return self._remember(decision)
-            record = decision_log.read_one(1)
-            if record is not None:
-                return self._remember(TransactionDecision.decode(record.body))
+            stored = self._poll(decision.transaction_id)
+            if stored is not None:
+                return stored
             self._sleep(min(self._retry.max_delay_s, (self._retry.base_delay_s or 0.005) * 2**attempt))
         raise CommitStateUnknownError(
             f"transaction {decision.transaction_id}: could not store or read its decision after {_PUT_ATTEMPTS} "

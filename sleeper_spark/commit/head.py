@@ -179,6 +179,18 @@ class TableHead(LogReader):
         """The state held and when it was last known to be the head (``time.monotonic``)."""
         return self._state, self._caught_up_at
 
+    def is_fresh(self) -> bool:
+        """Whether a first commit attempt would build on the state held, without reading the log."""
+        return self._state is not None and time.monotonic() - self._caught_up_at <= self._recheck_after_s
+
+    def adopt(self, state: TableState) -> None:
+        """Holds ``state`` as the head's, if it is newer than the one held: the state a caller knows
+        the log reached (a multi-table transaction's, once its decision says committed)."""
+        with self._lock:
+            if self._state is None or state.version > self._state.version:
+                self._state = state
+                self._caught_up_at = time.monotonic()
+
     def optimistic_state(self) -> TableState:
         """The state a first attempt builds on (see :meth:`_optimistic_state`)."""
         return self._optimistic_state()

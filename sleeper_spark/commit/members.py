@@ -13,7 +13,9 @@ catch-up folds it the way its decision says.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
 
 from tenacity import RetryError
 
@@ -68,13 +70,23 @@ def as_member(build: BuildTransaction, member: TransactionMember) -> BuildTransa
     return member_build
 
 
-def append_member(head: TableHead, build: BuildTransaction, after: TableState | None = None) -> tuple[int, TableState]:
+class LostRace(Exception):
+    """A one-shot append (``race_once``) found its number taken; nothing of it landed."""
+
+
+def append_member(head: TableHead, build: BuildTransaction, after: TableState | None = None,
+                  race_once: bool = False) -> tuple[int, TableState]:
     """Appends the entry ``build`` makes on the newest state; returns its number and the state with
     it folded in (as if committed), for the transaction's next entry to this table (module doc).
 
     ``after``: that state, when the transaction appended to this table already. The entry goes
     right after the earlier one: nobody else can append there without the transaction's
     decision, so a number taken there means the transaction was rolled back (its lease ran out).
+
+    The first attempt builds on the state the head holds when it was read recently, as a commit
+    does: the put lands only at the number after the true head. ``race_once``: that is the only
+    attempt; :class:`LostRace` if the number is taken (the caller, which appends to several tables
+    at once, then retries the whole transaction one table at a time).
 
     Raises what the commit loop raises for a conflict (``CommitConflictError``) and
     :class:`CommitFailedError` when retries run out; :class:`CommitStateUnknownError` when an
@@ -84,12 +96,12 @@ def append_member(head: TableHead, build: BuildTransaction, after: TableState | 
     uncertain_at: int | None = None
     state: TableState | None = after
     landed: TableState | None = None
-    write_id = ""
+    write_id = transaction_id = ""
     try:
         for attempt in commit_retrying(head.retry_policy, head.name, head.sleep):
             with attempt, head.lock:
                 if uncertain_at is not None:
-                    if _holds_write(head, uncertain_at, write_id):
+                    if _holds_entry(head, uncertain_at, write_id, transaction_id):
                         assert landed is not None
                         return uncertain_at, landed
                     if not _is_free(head, uncertain_at):
@@ -98,11 +110,13 @@ def append_member(head: TableHead, build: BuildTransaction, after: TableState | 
                         state = None
                 if state is None:
                     try:
-                        state = head.catch_up()  # waits for the decisions of other transactions' entries
+                        # Waits for the decisions of other transactions' entries it meets.
+                        state = head.optimistic_state() if write_id == "" else head.catch_up()
                     except LogThrottledError:
                         raise RetryCommit("reading the log was throttled") from None
                 txn = build(state).model_copy(update={"parent_id": state.snapshot_id, "committed_at": head.now()})
                 write_id = txn.write_id
+                transaction_id = txn.member_of.transaction_id if txn.member_of is not None else ""
                 validate(txn, state)
                 number = state.version + 1
                 landed = apply(txn, state)
@@ -110,6 +124,8 @@ def append_member(head: TableHead, build: BuildTransaction, after: TableState | 
                     head.transaction_log.append(number, head.codec.encode(txn))
                 except TransactionNumberTakenError:
                     _refuse_behind_own(head, after)
+                    if race_once:
+                        raise LostRace(f"table {head.name!r}: transaction {number} was taken") from None
                     state = None
                     raise RetryCommit(f"transaction {number} was taken by another writer") from None
                 except LogThrottledError:
@@ -134,11 +150,17 @@ def _refuse_behind_own(head: TableHead, after: TableState | None) -> None:
                                 "committed")
 
 
-def _holds_write(head: TableHead, number: int, write_id: str) -> bool:
-    """Whether entry ``number`` is ours (by its write id), read as stored: not waiting for a decision."""
+def _holds_entry(head: TableHead, number: int, write_id: str, transaction_id: str) -> bool:
+    """Whether entry ``number`` is ours, read as stored (not waiting for a decision): our write id
+    in our transaction. The write id alone is not enough: an attempt of the transaction that was
+    aborted after losing a race put an entry of the same write under another transaction id."""
     try:
         record = head.transaction_log.read_one(number)
-        return record is not None and head.codec.decode(number, record.body).write_id == write_id
+        if record is None:
+            return False
+        stored = head.codec.decode(number, record.body)
+        member = stored.member_of
+        return stored.write_id == write_id and member is not None and member.transaction_id == transaction_id
     except (StorageError, CorruptLogError) as error:
         raise CommitStateUnknownError(f"table {head.name!r}: entry {number} of the transaction may have landed "
                                       f"and cannot be read ({error})") from error
@@ -149,3 +171,44 @@ def _is_free(head: TableHead, number: int) -> bool:
         return head.transaction_log.read_one(number) is None
     except StorageError as error:
         raise CommitStateUnknownError(f"table {head.name!r}: entry {number} cannot be read ({error})") from error
+
+
+@dataclass(frozen=True)
+class AppendedEntries:
+    """One table's entries of a transaction: their numbers, and the state after each (as if committed)."""
+
+    numbers: tuple[int, ...]
+    states: tuple[TableState, ...]
+
+
+def append_entries(parts: Sequence[tuple[TableHead, Sequence[BuildTransaction]]], member: TransactionMember,
+                   at_once: bool) -> list[AppendedEntries]:
+    """Appends each table's entries of ``member``'s transaction, the tables in the order given.
+
+    ``at_once``: every table's first entry is put at the same time, on the state each head holds,
+    one attempt each (two puts' latency, not the sum, when nobody races); :class:`LostRace` if any
+    number was taken, and the caller aborts the transaction and appends again one table at a
+    time. In that order two transactions over the same tables meet in the same order, so neither
+    waits on an entry of the other while holding one it waits for.
+    """
+    if not at_once or len(parts) == 1:
+        return [_append_table(head, builds, member, race_once=False) for head, builds in parts]
+    with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="sleeper-transaction") as pool:
+        futures = [pool.submit(_append_table, head, builds, member, True) for head, builds in parts]
+        wait(futures)  # every put is known to have landed or not before anything is decided
+    errors = [error for error in (f.exception() for f in futures) if error is not None]
+    if errors:
+        raise next((e for e in errors if not isinstance(e, LostRace)), errors[0])
+    return [f.result() for f in futures]
+
+
+def _append_table(head: TableHead, builds: Sequence[BuildTransaction], member: TransactionMember,
+                  race_once: bool) -> AppendedEntries:
+    numbers: list[int] = []
+    states: list[TableState] = []
+    after: TableState | None = None
+    for build in builds:
+        number, after = append_member(head, as_member(build, member), after, race_once=race_once and not numbers)
+        numbers.append(number)
+        states.append(after)
+    return AppendedEntries(tuple(numbers), tuple(states))

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from sleeper_spark.commit import TRANSACTION_KEY, StagingHead, append_member, as_member
+from sleeper_spark.commit import TRANSACTION_KEY, AppendedEntries, LostRace, StagingHead, append_entries
 from sleeper_spark.errors import CommitFailedError, ConfigError, SleeperSparkError
 from sleeper_spark.models import AddFiles, ReplaceFiles, Snapshot, Transaction, TransactionMember
 from sleeper_spark.models.columnar import ColumnarAddFiles
@@ -129,33 +129,41 @@ class CatalogTransaction:
         """Commits every staged write (leaving the block does this); see the module doc."""
         self._check_open()
         self._state = "committing"
-        catalog = self._catalog
         order = sorted(self._staged)
-        if not order or not any(s.head.builds for s in self._staged.values()):
+        if not any(s.head.builds for s in self._staged.values()):
             self._state = "committed"
             self.result = TransactionResult(self.transaction_id, {})
             return self.result
         started = time.monotonic()
-        member = TransactionMember(transaction_id=self.transaction_id, tables=tuple(order),
-                                   decide_by=catalog.decisions.now() + self._lease)
-        numbers: dict[str, list[int]] = {}
-        made: dict[str, list[Snapshot]] = {}  # each entry's snapshot, as it is once committed
-        try:
-            for table_id in order:
-                staged = self._staged[table_id]
-                after = None
-                for build in staged.head.builds:
-                    number, after = append_member(staged.table.head, as_member(build, member), after)
-                    numbers.setdefault(table_id, []).append(number)
-                    if after.latest is not None and after.latest.version == number:
-                        made.setdefault(staged.table.name, []).append(after.latest)
-        except BaseException as error:
-            self._abort(appended=True, cause=error)
-            raise
+        parts = [(self._staged[t].table.head, self._staged[t].head.builds) for t in order]
+        for head, _ in parts:
+            if not head.is_fresh():
+                head.catch_up()  # read before any entry is held: waiting here blocks nobody
+        at_once = len(parts) > 1
+        while True:
+            member = TransactionMember(transaction_id=self.transaction_id, tables=tuple(order),
+                                       decide_by=self._catalog.decisions.now() + self._lease)
+            try:
+                appended = append_entries(parts, member, at_once)
+                break
+            except LostRace as lost:
+                if not self._abort_attempt(lost):
+                    raise CommitFailedError(f"transaction {self.transaction_id}: {lost}, and its abort could not "
+                                            "be stored; nothing was committed") from None
+                at_once = False  # again, one table at a time, as a new transaction
+                self.transaction_id = uuid.uuid4().hex
+            except BaseException as error:
+                self._abort(appended=True, cause=error)
+                raise
+        return self._decide(order, appended, started)
+
+    def _decide(self, order: list[str], appended: list[AppendedEntries], started: float) -> TransactionResult:
+        decisions = self._catalog.decisions
+        by_table = dict(zip(order, appended, strict=True))
         names = {table_id: self._staged[table_id].table.name for table_id in order}
-        decision = catalog.decisions.decide(TransactionDecision(
-            transaction_id=self.transaction_id, outcome="committed", decided_at=catalog.decisions.now(),
-            decided_by="writer", versions={k: tuple(v) for k, v in numbers.items()}, names=names))
+        decision = decisions.decide(TransactionDecision(
+            transaction_id=self.transaction_id, outcome="committed", decided_at=decisions.now(), decided_by="writer",
+            versions={t: a.numbers for t, a in by_table.items()}, names=names))
         if decision.outcome != "committed":
             self._state = "aborted"
             self._delete_staged()
@@ -164,24 +172,35 @@ class CatalogTransaction:
                 f"lease ({self._lease.total_seconds():g} s); nothing was committed. Give catalog.transaction() a "
                 "longer lease_s")
         self._state = "committed"
-        self.result = TransactionResult(self.transaction_id, {name: tuple(v) for name, v in made.items()})
-        self._after_commit(numbers, started)
+        made = {names[t]: tuple(s.latest for s, n in zip(a.states, a.numbers, strict=True)
+                                if s.latest is not None and s.latest.version == n) for t, a in by_table.items()}
+        self.result = TransactionResult(self.transaction_id, made)
+        self._after_commit(by_table, started)
         return self.result
 
-    def _after_commit(self, numbers: dict[str, list[int]], started: float) -> None:
-        """Each table's head folds its entries (their decision is known here), then what follows a
-        commit runs: a state snapshot if due, publishing, automatic compaction. The transaction is
-        committed whatever happens here: a failure is logged, and the next read folds the entries."""
-        for table_id, table_numbers in numbers.items():
-            table = self._staged[table_id].table
-            try:
-                snapshot = table.head.catch_up().history.last_where("version", table_numbers[-1])
-                if snapshot is not None:
-                    table.head.finished(snapshot, 1, started)
-            except SleeperSparkError as error:
-                log.warning("table %s: transaction %s is committed; bringing the table up to it failed: %s",
-                            table.name, self.transaction_id, error)
-        log.info("transaction %s committed %d table(s) in %.1f ms", self.transaction_id, len(numbers),
+    def _abort_attempt(self, lost: LostRace) -> bool:
+        """Aborts an attempt that lost a race for a number (its staged files are kept for the next)."""
+        decisions = self._catalog.decisions
+        try:
+            decisions.decide(TransactionDecision(transaction_id=self.transaction_id, outcome="aborted",
+                                                 decided_at=decisions.now(), decided_by="writer"))
+        except SleeperSparkError as error:
+            log.warning("transaction %s: %s; storing its abort failed: %s", self.transaction_id, lost, error)
+            return False
+        log.info("transaction %s: %s; trying again one table at a time", self.transaction_id, lost)
+        return True
+
+    def _after_commit(self, appended: dict[str, AppendedEntries], started: float) -> None:
+        """Each table's head takes the state with its entries folded in (the decision is known to
+        say committed), then what follows a commit runs: a state snapshot if due, publishing,
+        automatic compaction. Nothing here can fail the committed transaction."""
+        for table_id, entries in appended.items():
+            head = self._staged[table_id].table.head
+            head.adopt(entries.states[-1])
+            snapshot = entries.states[-1].latest
+            if snapshot is not None and snapshot.version == entries.numbers[-1]:
+                head.finished(snapshot, 1, started)
+        log.info("transaction %s committed %d table(s) in %.1f ms", self.transaction_id, len(appended),
                  (time.monotonic() - started) * 1000)
 
     # -- staging and aborting ------------------------------------------------------------

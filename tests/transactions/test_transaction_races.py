@@ -103,10 +103,13 @@ def test_racing_transactions_and_appends_commit_whole_and_no_read_is_torn(
     cold = ss.Catalog(catalog.config)
     check_table_invariants(cold.table("a"), [*transactional, *plain])
     check_table_invariants(cold.table("b"), transactional)
-    assert check_transactions_whole(cold, ["a", "b"]) == {"committed": WRITERS * COUNT}
+    # Aborted ones are first attempts that appended to both tables at once and lost a race for a
+    # number; each tried again, one table at a time, as a new transaction.
+    decided = check_transactions_whole(cold, ["a", "b"])
+    assert decided["committed"] == WRITERS * COUNT, decided
     (_, reads, _, torn, _, inconsistent), = journal_lines(tmp_path / "reader")
     assert int(reads) > 0 and int(torn) == 0 and int(inconsistent) == 0, journal_lines(tmp_path / "reader")
-    request.node.user_properties.append(("race_summary", f"{kind}: {WRITERS}x{COUNT} transactions, "
+    request.node.user_properties.append(("race_summary", f"{kind}: {WRITERS}x{COUNT} transactions ({decided}), "
                                          f"{len(plain)} appends, {reads} reads, 0 torn"))
 
 
@@ -125,8 +128,12 @@ def test_a_killed_transactional_writer_leaves_every_transaction_whole_or_absent(
     for trial in range(budget.kill_trials(kind)):
         journal = tmp_path / f"journal-{trial}"
         process = start("transact", trial, 0, journal, environment)
+        # Even trials kill after a first transaction committed (on the slow backends the first one
+        # takes longer than a kill window), odd ones as soon as the first began.
+        word = "done" if trial % 2 == 0 else "start"
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(line[0] == "start" for line in journal_lines(journal)):
+        while time.monotonic() < deadline and process.poll() is None and not any(
+                line[0] == word for line in journal_lines(journal)):
             time.sleep(0.005)
         time.sleep(rng.uniform(0.0, 0.5 if kind == "local" else 2.0))
         process.send_signal(signal.SIGKILL)

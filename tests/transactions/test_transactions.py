@@ -87,8 +87,10 @@ def test_a_conflict_on_one_table_rolls_back_the_tables_appended_before_it(memory
         second_rival = ss.Catalog(catalog.config, backend=memory_backend).table(second.name)
         second_rival.write(events(2, 2), mode="overwrite")  # the file the delete rewrites is gone
     # The first table's entry landed and is void: its number is used, nothing changed.
+    # (Two numbers, when the first attempt, appending to both tables at once, lost its race on the
+    # second table and the transaction tried again one table at a time.)
     state = ss.Catalog(catalog.config, backend=memory_backend).table(first.name).state()
-    assert state.version == 2 and len(state.history) == 0 and len(state.files) == 0
+    assert state.version in (2, 3) and len(state.history) == 0 and len(state.files) == 0
     decision = catalog.decisions.read(tx.transaction_id)
     assert decision is not None and decision.outcome == "aborted" and decision.decided_by == "writer"
     assert not data_files(catalog, first.name), "the staged files of the aborted transaction are deleted"
@@ -96,7 +98,7 @@ def test_a_conflict_on_one_table_rolls_back_the_tables_appended_before_it(memory
     check_transactions_whole(catalog, [first.name, second.name])
     check_log_invariants(catalog.table(first.name))
     first.write(events(3, 3))  # the next writer goes on at the next number
-    assert first.state().version == 3 and first.scan().num_rows == 3
+    assert first.state().version == state.version + 1 and first.scan().num_rows == 3
 
 
 def test_a_reader_meeting_an_undecided_entry_waits_for_the_decision(memory_backend: InMemoryLogBackend) -> None:
@@ -278,4 +280,5 @@ def test_iceberg_and_delta_publish_a_committed_transaction_and_skip_an_aborted_e
             == expected
         iceberg = static_table.from_metadata(table.iceberg_metadata()).scan().to_arrow()
         assert sorted(iceberg.column("seq").to_pylist()) == expected
-    assert first.state().version == 4 and [s.version for s in first.history()] == [2, 4]
+    versions = [s.version for s in first.history()]  # the aborted transaction's one or two entries: no snapshot
+    assert versions[0] == 2 and versions[1] in (4, 5) and first.state().version == versions[1]
