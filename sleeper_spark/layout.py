@@ -16,6 +16,7 @@ Keys are relative to the warehouse root (``table_root`` is a table's folder in i
     <table>/metadata/snap-<version>.avro         its manifest list
     <table>/metadata/manifest-<k>-at-<v>.avro    the manifest of the files version k added, written by version v
     <table>/metadata/version-hint.text           the newest published version, for readers given a path
+    _transactions/<id>.json                      the decision of a multi-table transaction (object-store catalog)
 
 ``put-and-verify`` writes intent files next to their target, ``<key>.INTENT.<id>``; the local
 store writes ``<key>.tmp-<uuid>`` while an object is written. Stored names never change once
@@ -39,6 +40,7 @@ ICEBERG_HINT = f"{ICEBERG_DIR}/version-hint.text"
 DELTA_LOG_DIR = "_delta_log"
 DELTA_LAST_CHECKPOINT = f"{DELTA_LOG_DIR}/_last_checkpoint"
 STATE_POINTER = "latest"
+DECISIONS_DIR = "_transactions"  # in the warehouse: one decision record per multi-table transaction
 MAINTENANCE_LOCK = "maintenance"
 INTENT_MARK = ".INTENT."
 STATE_SNAPSHOT_SUFFIX = ".parquet"
@@ -67,6 +69,11 @@ def namespace_of_key(name: str) -> str | None:
     """
     stem = name.removesuffix(".json")
     return stem if stem != name and "/" not in stem else None
+
+
+def decision_key(transaction_id: str) -> str:
+    """The decision record of one multi-table transaction, on an object-store catalog."""
+    return _join(DECISIONS_DIR, f"{transaction_id}.json")
 
 
 def spark_write_dir(write_id: str) -> str:

@@ -15,6 +15,7 @@ from sleeper_spark.commit.members import (
     append_entries,
     append_member,
     as_member,
+    contended,
 )
 from sleeper_spark.commit.proposals import pending_paths
 from sleeper_spark.commit.reading import TRUNCATION_MIN_AGE_S
@@ -38,6 +39,7 @@ __all__ = [
     "append_entries",
     "append_member",
     "as_member",
+    "contended",
     "idempotent_repeat",
     "pending_paths",
     "utc_now",

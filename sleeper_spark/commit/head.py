@@ -100,6 +100,9 @@ class TableHead(LogReader):
         # Called with the state after each commit that landed (the table layer publishes Iceberg
         # metadata there); it must not raise: the commit has happened whatever it does.
         self.after_commit: Callable[[TableState], None] | None = None
+        # When an append of a multi-table transaction last found its number taken (time.monotonic()):
+        # while the table is contended, its transactions append one table at a time (commit/members.py).
+        self.lost_race_at = float("-inf")
 
     # -- committing ----------------------------------------------------------------------
 

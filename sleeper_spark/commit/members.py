@@ -13,8 +13,9 @@ catch-up folds it the way its decision says.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from tenacity import RetryError
@@ -123,6 +124,7 @@ def append_member(head: TableHead, build: BuildTransaction, after: TableState | 
                 try:
                     head.transaction_log.append(number, head.codec.encode(txn))
                 except TransactionNumberTakenError:
+                    head.lost_race_at = time.monotonic()
                     _refuse_behind_own(head, after)
                     if race_once:
                         raise LostRace(f"table {head.name!r}: transaction {number} was taken") from None
@@ -181,6 +183,17 @@ class AppendedEntries:
     states: tuple[TableState, ...]
 
 
+# After a lost race, a table's transactions append one table at a time for this long: at once they
+# would mostly lose again, and each lost attempt costs an abort and a voided entry per table.
+CONTENDED_FOR_S = 5.0
+
+
+def contended(heads: Sequence[TableHead]) -> bool:
+    """Whether any of ``heads`` lost a race for a number within :data:`CONTENDED_FOR_S`."""
+    now = time.monotonic()
+    return any(now - head.lost_race_at < CONTENDED_FOR_S for head in heads)
+
+
 def append_entries(parts: Sequence[tuple[TableHead, Sequence[BuildTransaction]]], member: TransactionMember,
                    at_once: bool) -> list[AppendedEntries]:
     """Appends each table's entries of ``member``'s transaction, the tables in the order given.
@@ -193,13 +206,27 @@ def append_entries(parts: Sequence[tuple[TableHead, Sequence[BuildTransaction]]]
     """
     if not at_once or len(parts) == 1:
         return [_append_table(head, builds, member, race_once=False) for head, builds in parts]
-    with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="sleeper-transaction") as pool:
-        futures = [pool.submit(_append_table, head, builds, member, True) for head, builds in parts]
-        wait(futures)  # every put is known to have landed or not before anything is decided
-    errors = [error for error in (f.exception() for f in futures) if error is not None]
+    results: list[AppendedEntries | BaseException | None] = [None] * len(parts)
+
+    def append(index: int) -> None:
+        head, builds = parts[index]
+        try:
+            results[index] = _append_table(head, builds, member, race_once=True)
+        except BaseException as error:  # handed to the calling thread below
+            results[index] = error
+
+    # The first table in this thread, the others on threads of their own, all joined before any
+    # result is used: every put is known to have landed or not before anything is decided.
+    threads = [threading.Thread(target=append, args=(i,), name="sleeper-transaction") for i in range(1, len(parts))]
+    for thread in threads:
+        thread.start()
+    append(0)
+    for thread in threads:
+        thread.join()
+    errors = [r for r in results if isinstance(r, BaseException)]
     if errors:
         raise next((e for e in errors if not isinstance(e, LostRace)), errors[0])
-    return [f.result() for f in futures]
+    return [r for r in results if isinstance(r, AppendedEntries)]
 
 
 def _append_table(head: TableHead, builds: Sequence[BuildTransaction], member: TransactionMember,

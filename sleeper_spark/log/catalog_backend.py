@@ -7,8 +7,9 @@ from datetime import datetime, timezone
 
 from sleeper_spark.config import StoreRetryPolicy
 from sleeper_spark.errors import WarehouseNotFoundError
+from sleeper_spark.layout import DECISIONS_DIR
 from sleeper_spark.log.memory import InMemoryTransactionLog
-from sleeper_spark.log.objectstore import ObjectStoreTransactionLog
+from sleeper_spark.log.objectstore import ObjectStoreDecisionLog, ObjectStoreTransactionLog
 from sleeper_spark.log.pending import InMemoryPendingAppends, PendingAppends
 from sleeper_spark.log.pending_objectstore import ObjectStorePendingAppends
 from sleeper_spark.log.registry import ObjectStoreTableRegistry, TableEntry, TableRegistry
@@ -16,7 +17,6 @@ from sleeper_spark.log.state_snapshots import ObjectStoreStatePointer, StatePoin
 from sleeper_spark.log.transaction_log import TransactionLog
 from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
-DECISIONS_PREFIX = "_transactions"  # the decision logs of multi-table transactions, in the warehouse
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -46,7 +46,7 @@ class CatalogBackend(ABC):
         A log like a table's, at ``_transactions/<id>``, so the decision gets the backend's
         one-winner-per-number guarantee with the same conditional-write strategy as the tables.
         """
-        key = f"{DECISIONS_PREFIX}/{transaction_id}"
+        key = f"{DECISIONS_DIR}/{transaction_id}"
         return self.transaction_log(TableEntry(name=key, table_id=key, root=key, created_at=_EPOCH))
 
     def ensure_infrastructure(self) -> None:
@@ -78,6 +78,9 @@ class ObjectStoreBackend(CatalogBackend):
         self.store.create_root()
         self.conditional.ensure_infrastructure()
 
+    def decision_log(self, transaction_id: str) -> TransactionLog:
+        return ObjectStoreDecisionLog(self.store, self.conditional, transaction_id)
+
     def state_pointer(self, entry: TableEntry) -> StatePointer:
         return ObjectStoreStatePointer(self.store, self.conditional, entry.root, retry=self._retry)
 
@@ -98,3 +101,6 @@ class InMemoryLogBackend(ObjectStoreBackend):
 
     def pending_appends(self, entry: TableEntry) -> InMemoryPendingAppends:
         return self.pending.setdefault(entry.table_id, InMemoryPendingAppends())
+
+    def decision_log(self, transaction_id: str) -> TransactionLog:
+        return CatalogBackend.decision_log(self, transaction_id)  # in memory too, with the same fault hooks

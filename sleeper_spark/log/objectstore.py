@@ -16,7 +16,7 @@ from sleeper_spark.errors import (
     TransactionNumberTakenError,
     WriteOutcomeUnknownError,
 )
-from sleeper_spark.layout import log_entry_key, log_entry_number, log_prefix
+from sleeper_spark.layout import decision_key, log_entry_key, log_entry_number, log_prefix
 from sleeper_spark.log.transaction_log import LogRecord, TransactionLog
 from sleeper_spark.storage import ConditionalWriteStrategy, ObjectStore
 
@@ -70,3 +70,45 @@ class ObjectStoreTransactionLog(TransactionLog):
 
     def first_number(self) -> int | None:
         return min(self._numbers(), default=None)
+
+
+class ObjectStoreDecisionLog(TransactionLog):
+    """The decision log of one multi-table transaction as one object, ``_transactions/<id>.json``:
+    entry 1 is all it ever holds (a decision), so a folder of its own per transaction would only
+    cost a few more requests (and on a local disk, directories) per commit."""
+
+    def __init__(self, store: ObjectStore, conditional: ConditionalWriteStrategy, transaction_id: str) -> None:
+        self._store = store
+        self._conditional = conditional
+        self._key = decision_key(transaction_id)
+
+    def append(self, number: int, body: bytes) -> None:
+        if number != 1:
+            raise ValueError(f"a decision log holds entry 1 only, not {number}")
+        try:
+            self._conditional.create_if_absent(self._key, body)
+        except PathExistsError:
+            raise TransactionNumberTakenError("the transaction is decided already") from None
+        except WriteOutcomeUnknownError as error:
+            raise AppendOutcomeUnknownError(f"decision: {error}") from error
+
+    def read(self, after: int = 0, up_to: int | None = None) -> Iterator[LogRecord]:
+        if after >= 1 or (up_to is not None and up_to < 1):
+            return
+        try:
+            body = self._store.get(self._key)
+        except FileNotFoundError:
+            return
+        yield LogRecord(1, body)
+
+    def delete_up_to(self, number: int) -> int:
+        if number < 1 or self._store.head(self._key) is None:
+            return 0
+        self._store.delete(self._key)
+        return 1
+
+    def first_number(self) -> int | None:
+        return 1 if self._store.head(self._key) is not None else None
+
+    def replace_damaged(self, number: int, damaged: bytes, body: bytes) -> None:
+        raise TransactionNumberTakenError("a decision is never replaced")

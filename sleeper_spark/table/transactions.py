@@ -31,14 +31,21 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from sleeper_spark.commit import TRANSACTION_KEY, AppendedEntries, LostRace, StagingHead, append_entries
+from sleeper_spark.commit import (
+    TRANSACTION_KEY,
+    AppendedEntries,
+    LostRace,
+    StagingHead,
+    append_entries,
+    contended,
+)
 from sleeper_spark.errors import CommitFailedError, ConfigError, SleeperSparkError
 from sleeper_spark.models import AddFiles, ReplaceFiles, Snapshot, Transaction, TransactionMember
 from sleeper_spark.models.columnar import ColumnarAddFiles
@@ -73,9 +80,15 @@ class TransactionResult:
 
 @dataclass
 class _Staged:
-    table: Table
-    head: StagingHead
-    modes: list[str] = field(default_factory=list)
+    """One table of the transaction: the catalog's table, the view of it whose commits are staged
+    (``view``, with ``head`` as its head), and the modes of the writes staged so far."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.head = StagingHead(table.head)
+        self.view = copy.copy(table)  # the table, with every commit going to the staging head
+        self.view.head, self.view.group_commit = self.head, None
+        self.modes: list[str] = []
 
 
 class CatalogTransaction:
@@ -115,13 +128,13 @@ class CatalogTransaction:
         :meth:`Table.write` would make it; returns the snapshot it would be if nothing else
         committed first. Committed with the rest of the transaction when the block ends."""
         staged = self._stage(name, mode)
-        return staged.table.write(data, mode=mode, metadata=metadata, merge_schema=merge_schema,
+        return staged.view.write(data, mode=mode, metadata=metadata, merge_schema=merge_schema,
                                   partition_overwrite_mode=partition_overwrite_mode, replace_where=replace_where)
 
     def delete_where(self, name: str, predicate: Any, spark: Any = None) -> Snapshot:
         """Stages :meth:`Table.delete_where` on table ``name`` (a Spark SQL condition needs ``spark``)."""
         staged = self._stage(name, "delete")
-        return staged.table.delete_where(spark, predicate)
+        return staged.view.delete_where(spark, predicate)
 
     # -- committing ----------------------------------------------------------------------
 
@@ -139,7 +152,7 @@ class CatalogTransaction:
         for head, _ in parts:
             if not head.is_fresh():
                 head.catch_up()  # read before any entry is held: waiting here blocks nobody
-        at_once = len(parts) > 1
+        at_once = len(parts) > 1 and not contended([head for head, _ in parts])
         while True:
             member = TransactionMember(transaction_id=self.transaction_id, tables=tuple(order),
                                        decide_by=self._catalog.decisions.now() + self._lease)
@@ -221,10 +234,7 @@ class CatalogTransaction:
             if len(self._staged) >= self._max_tables:
                 raise ConfigError(f"a transaction holds at most {self._max_tables} tables (one decision record lists "
                                   "them all); split the work into several transactions; nothing was committed")
-            head = StagingHead(table.head)
-            view = copy.copy(table)  # the table, with every commit going to the staging head
-            view.head, view.group_commit = head, None
-            staged = self._staged[table.table_id] = _Staged(view, head)
+            staged = self._staged[table.table_id] = _Staged(table)
         if "overwrite" in staged.modes or (mode == "overwrite" and staged.modes):
             raise ConfigError(
                 f"table {name!r} is written more than once in this transaction, and one of the writes is an "

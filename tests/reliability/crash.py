@@ -45,11 +45,11 @@ def recover_after_crash(catalog: ss.Catalog, name: str) -> Recovered:
                     store.delete(info.key)
                     found.intents.append(info.key)
     if catalog.config.conditional_writes == "dynamodb-lock":
-        found.lock_records = _delete_lock_records(catalog, [table.location + "/_log/", table.location + "/_state/"])
+        found.lock_records = delete_lock_records(catalog, [table.location + "/_log/", table.location + "/_state/"])
     return found
 
 
-def _delete_lock_records(catalog: ss.Catalog, prefixes: Iterable[str]) -> list[str]:
+def delete_lock_records(catalog: ss.Catalog, prefixes: Iterable[str]) -> list[str]:
     config = catalog.config
     client = boto3.client("dynamodb", endpoint_url=config.dynamodb_endpoint, region_name=config.region or "us-east-1")
     deleted = []

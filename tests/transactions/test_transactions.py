@@ -17,8 +17,8 @@ import pytest
 
 import sleeper_spark as ss
 from sleeper_spark.config import CatalogConfig, RetryPolicy
+from sleeper_spark.layout import DECISIONS_DIR
 from sleeper_spark.log import InMemoryLogBackend, TableEntry
-from sleeper_spark.log.catalog_backend import DECISIONS_PREFIX
 from sleeper_spark.models import TransactionDecision
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events
 from tests.invariants import check_log_invariants
@@ -232,7 +232,7 @@ def test_too_many_tables_or_a_bad_lease_are_refused(local_catalog: ss.Catalog) -
 
 def _decision_entry(transaction_id: str) -> TableEntry:
     """The entry the backend opens the transaction's decision log by (CatalogBackend.decision_log)."""
-    key = f"{DECISIONS_PREFIX}/{transaction_id}"
+    key = f"{DECISIONS_DIR}/{transaction_id}"
     return TableEntry(name=key, table_id=key, root=key, created_at=datetime(1970, 1, 1, tzinfo=timezone.utc))
 
 
