@@ -198,8 +198,6 @@ class TransactionDecision(BaseModel):
     decided_by: Literal["writer", "reader"]
     # table id -> the numbers of the transaction's entries in that table's log (committed only)
     versions: dict[str, tuple[int, ...]] = Field(default_factory=dict)
-    # table id -> the table's name when the transaction ran, for listing transactions
-    names: dict[str, str] = Field(default_factory=dict)
 
     def counts(self, table_id: str, number: int) -> bool:
         """Whether the entry ``number`` of table ``table_id`` folds as written."""

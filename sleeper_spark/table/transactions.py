@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 DEFAULT_LEASE_S = 30.0
 # One decision record lists every table's entries; DynamoDB items stop at 400 KB.
 MAX_TABLES = 1000
+# Transactions over more tables append one table at a time: a thread per table would cost more.
+MAX_AT_ONCE = 16
 # Each round of a consistent read raises at least one table's version to an entry already in its log.
 _MAX_ROUNDS = 1000
 
@@ -152,7 +154,7 @@ class CatalogTransaction:
         for head, _ in parts:
             if not head.is_fresh():
                 head.catch_up()  # read before any entry is held: waiting here blocks nobody
-        at_once = len(parts) > 1 and not contended([head for head, _ in parts])
+        at_once = 1 < len(parts) <= MAX_AT_ONCE and not contended([head for head, _ in parts])
         while True:
             member = TransactionMember(transaction_id=self.transaction_id, tables=tuple(order),
                                        decide_by=self._catalog.decisions.now() + self._lease)
@@ -176,7 +178,7 @@ class CatalogTransaction:
         names = {table_id: self._staged[table_id].table.name for table_id in order}
         decision = decisions.decide(TransactionDecision(
             transaction_id=self.transaction_id, outcome="committed", decided_at=decisions.now(), decided_by="writer",
-            versions={t: a.numbers for t, a in by_table.items()}, names=names))
+            versions={t: a.numbers for t, a in by_table.items()}))
         if decision.outcome != "committed":
             self._state = "aborted"
             self._delete_staged()

@@ -81,7 +81,7 @@ def outcomes(path: Path, writer: int) -> list[WriteOutcome]:
 def environment_for(catalog: ss.Catalog, kind: str, request: pytest.FixtureRequest, lease_s: float = 30.0
                     ) -> dict[str, str]:
     environment = {**os.environ, OPTIONS_VARIABLE: json.dumps(catalog.options()), LEASE_VARIABLE: str(lease_s)}
-    if kind != "local":
+    if not kind.startswith("local"):
         environment.update(request.getfixturevalue("aws_env"))
     return environment
 
@@ -94,17 +94,19 @@ def wait_all(processes: list[subprocess.Popen[bytes]], timeout_s: float) -> None
 
 
 @pytest.mark.timeout(budget.timeout_for(60 + WRITERS * COUNT * 2))
-@pytest.mark.parametrize("kind", catalog_params(KINDS))
+@pytest.mark.parametrize("kind", ["local_group_commit", *catalog_params(KINDS)])
 def test_racing_transactions_and_appends_commit_whole_and_no_read_is_torn(
         kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    catalog = make_catalog(kind, request, tmp_path)
+    # local_group_commit: the plain appenders share versions through group commit meanwhile.
+    catalog = (ss.Catalog.local(str(tmp_path / "warehouse"), group_commit=True) if kind == "local_group_commit"
+               else make_catalog(kind, request, tmp_path))
     catalog.create_table("a", EVENTS_SCHEMA, partition_by=["day"])
     catalog.create_table("b", EVENTS_SCHEMA)
     environment = environment_for(catalog, kind, request)
     appenders = 2
     processes = [start("transact", w, COUNT, tmp_path / f"tx-{w}", environment) for w in range(WRITERS)]
     processes += [start("append", 100 + w, COUNT * 2, tmp_path / f"append-{w}", environment) for w in range(appenders)]
-    reader = start("read", 0, 8 if kind == "local" else 15, tmp_path / "reader", environment)
+    reader = start("read", 0, 8 if kind.startswith("local") else 15, tmp_path / "reader", environment)
     wait_all([*processes, reader], budget.timeout_for(60 + WRITERS * COUNT * 2))
 
     transactional = [o for w in range(WRITERS) for o in outcomes(tmp_path / f"tx-{w}", w)]
@@ -176,3 +178,20 @@ def test_a_killed_transactional_writer_leaves_every_transaction_whole_or_absent(
                f"{max(waits):.2f} s at most")
     request.node.user_properties.append(("kill_summary", summary))
     print(summary)
+
+
+@pytest.mark.integration
+def test_a_transaction_over_more_tables_than_one_dynamodb_transaction_holds_commits_whole(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """DynamoDB's TransactWriteItems stops at 100 items; this protocol puts one item per table and
+    one for the decision, so 101 tables are one transaction like two."""
+    catalog = make_catalog("aws", request, tmp_path)
+    names = [f"t{i:03d}" for i in range(101)]
+    for name in names:
+        catalog.create_table(name, EVENTS_SCHEMA)
+    with catalog.transaction() as tx:
+        for i, name in enumerate(names):
+            tx.write(name, events(0, i, rows=1), metadata={"writer": "0", "seq": str(i)})
+    cold = ss.Catalog(catalog.config)
+    assert [cold.table(name).state().version for name in names] == [2] * len(names)
+    assert check_transactions_whole(cold, names) == {"committed": 1}

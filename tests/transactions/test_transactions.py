@@ -240,8 +240,7 @@ def test_the_decision_record_shape_is_pinned() -> None:
     from tests.models.golden import check_golden
 
     decision = TransactionDecision(transaction_id="7f3a", outcome="committed", decided_at=datetime(
-        2026, 12, 1, 12, 0, tzinfo=timezone.utc), decided_by="writer", versions={"t-1": (4,), "t-2": (9, 10)},
-        names={"t-1": "sales.orders", "t-2": "sales.lines"})
+        2026, 12, 1, 12, 0, tzinfo=timezone.utc), decided_by="writer", versions={"t-1": (4,), "t-2": (9, 10)})
     check_golden("transaction_decision.json", decision.encode().decode())
     assert TransactionDecision.decode(decision.encode()) == decision
 
