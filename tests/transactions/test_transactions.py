@@ -272,8 +272,8 @@ def test_iceberg_and_delta_publish_a_committed_transaction_and_skip_an_aborted_e
         ss.Catalog(catalog.config).table(second.name).write(events(3, 3), mode="overwrite")
     first.write(events(4, 4))
     for table in (first, second):
-        table.publish_iceberg()
-        table.publish_delta()
+        assert table.publishing.flush(timeout=30), "published behind the commits, as after any commit"
+        assert table.delta.publisher().newest_published() == table.state().version
         expected = sorted(table.scan().column("seq").to_pylist())
         assert sorted(deltalake.DeltaTable(table.delta_location()).to_pyarrow_table().column("seq").to_pylist()) \
             == expected
@@ -281,3 +281,6 @@ def test_iceberg_and_delta_publish_a_committed_transaction_and_skip_an_aborted_e
         assert sorted(iceberg.column("seq").to_pylist()) == expected
     versions = [s.version for s in first.history()]  # the aborted transaction's one or two entries: no snapshot
     assert versions[0] == 2 and versions[1] in (4, 5) and first.state().version == versions[1]
+    changes = first.changes(1)  # the change feed: the voided versions change nothing
+    assert sorted(set(changes.column("_commit_version").to_pylist())) == versions
+    assert sorted(changes.column("seq").to_pylist()) == [1, 1, 1, 4, 4, 4]
