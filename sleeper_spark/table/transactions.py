@@ -4,11 +4,14 @@ Inside the block each ``tx.write`` / ``tx.delete_where`` runs the table's usual 
 its commit: the files are written and the table's transaction is built and checked, but nothing
 is appended (see :class:`~sleeper_spark.commit.StagingHead`). Leaving the block commits:
 
-1. each table's entry is appended, tables in the order of their ids (two transactions over the
-   same tables meet in the same order, so neither waits on the other in a circle), each entry
-   naming the transaction and its lease (``decide_by``);
+1. each table's entry is appended, naming the transaction and its lease (``decide_by``): all
+   tables at once on a first attempt; after a lost race for a number, that attempt is aborted
+   and the transaction appends again one table at a time, in the order of their ids (two
+   transactions over the same tables meet in the same order, so neither waits on the other in
+   a circle; see :func:`~sleeper_spark.commit.append_entries`);
 2. one decision record, ``committed`` with every entry's number, is put with a conditional write;
-3. the tables' heads fold the entries, and publishing runs as after any commit.
+3. the tables' heads take the state with the entries folded in, and publishing runs as after
+   any commit.
 
 Anything that fails before the decision, or an exception in the block, ends in ``aborted``
 (put only if an entry was appended): every entry folds as a no-op, the staged files are deleted,
@@ -119,9 +122,11 @@ class CatalogTransaction:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         if error is not None:
-            self._discard()
+            if self._state == "open":  # not after a commit() the block called itself
+                self._discard()
             return  # the block's own exception goes on up
-        self.commit()
+        if self._state != "committed":  # unless the block called commit() itself
+            self.commit()
 
     def write(self, name: str, data: Any, mode: str = "append", metadata: Mapping[str, str] | None = None,
               merge_schema: bool = False, partition_overwrite_mode: str | None = None,
@@ -144,16 +149,20 @@ class CatalogTransaction:
         """Commits every staged write (leaving the block does this); see the module doc."""
         self._check_open()
         self._state = "committing"
-        order = sorted(self._staged)
-        if not any(s.head.builds for s in self._staged.values()):
+        order = sorted(t for t, staged in self._staged.items() if staged.head.builds)  # a write may stage nothing
+        if not order:
             self._state = "committed"
             self.result = TransactionResult(self.transaction_id, {})
             return self.result
         started = time.monotonic()
         parts = [(self._staged[t].table.head, self._staged[t].head.builds) for t in order]
-        for head, _ in parts:
-            if not head.is_fresh():
-                head.catch_up()  # read before any entry is held: waiting here blocks nobody
+        try:
+            for head, _ in parts:
+                if not head.is_fresh():
+                    head.catch_up()  # read before any entry is held: waiting here blocks nobody
+        except BaseException as error:
+            self._abort(appended=False, cause=error)
+            raise
         at_once = 1 < len(parts) <= MAX_AT_ONCE and not contended([head for head, _ in parts])
         while True:
             member = TransactionMember(transaction_id=self.transaction_id, tables=tuple(order),

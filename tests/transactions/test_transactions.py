@@ -284,3 +284,15 @@ def test_iceberg_and_delta_publish_a_committed_transaction_and_skip_an_aborted_e
     changes = first.changes(1)  # the change feed: the voided versions change nothing
     assert sorted(set(changes.column("_commit_version").to_pylist())) == versions
     assert sorted(changes.column("seq").to_pylist()) == [1, 1, 1, 4, 4, 4]
+
+
+def test_a_block_may_commit_itself_and_what_it_committed_stays(local_catalog: ss.Catalog) -> None:
+    orders, lines = two_tables(local_catalog)
+    with pytest.raises(RuntimeError, match="after"), local_catalog.transaction() as tx:
+        tx.write("orders", events(1, 1))
+        tx.write("lines", events(1, 1))
+        result = tx.commit()
+        raise RuntimeError("after the commit")
+    assert set(result.snapshots) == {"orders", "lines"}
+    assert orders.scan().num_rows == 6 and lines.scan().num_rows == 3, "an exception after commit() keeps it"
+    check_transactions_whole(local_catalog, ["orders", "lines"])
