@@ -47,6 +47,11 @@ def _rows(frame: object) -> list[tuple[object, ...]]:
     return sorted((tuple(row) for row in frame.collect()), key=repr)  # type: ignore[attr-defined]
 
 
+def _texts(frame: object) -> list[str]:
+    """The rows as text, in which NaN equals NaN and -0.0 is not 0.0."""
+    return sorted(repr(tuple(row)) for row in frame.collect())  # type: ignore[attr-defined]
+
+
 def _truth(table: ss.Table) -> list[tuple[object, ...]]:
     data = table.scan()
     return sorted(zip(*data.to_pydict().values(), strict=True), key=repr)
@@ -210,11 +215,139 @@ def test_nan_rows_and_dates_before_1900_are_not_lost_to_parquet_mr_s_filters(
 def test_parquet_mr_s_filters_go_off_for_floats_dates_and_times_however_deeply_nested() -> None:
     from sleeper_spark.models import TableSchema
 
-    def options(arrow_type: pa.DataType) -> dict[str, str]:
-        return reader_options(TableSchema.from_arrow(pa.schema([("id", pa.int64()), ("x", arrow_type)])))
+    def options(arrow_type: pa.DataType, guarded: tuple[str, ...] = ()) -> dict[str, str]:
+        return reader_options(TableSchema.from_arrow(pa.schema([("id", pa.int64()), ("x", arrow_type)])), guarded)
 
     assert options(pa.string()) == {}
     assert options(pa.struct([("a", pa.int32())])) == {}
     for unsafe in (pa.float32(), pa.date32(), pa.timestamp("us", "UTC"), pa.list_(pa.struct([("f", pa.float64())])),
                    pa.map_(pa.string(), pa.timestamp("us"))):
         assert options(unsafe) == PARQUET_FILTERS_OFF, unsafe
+        assert options(unsafe, ("x",)) == {}, unsafe  # a column no filter of which reaches parquet-mr
+
+
+@pytest.mark.spark
+def test_float_tables_keep_row_group_filters_on_other_columns_and_lose_no_nan_or_zero_rows(
+        spark: SparkSession, catalog: ss.Catalog, parquet_reads: None) -> None:
+    import random
+
+    # Given files whose footers leave NaN out of the bounds, with -0.0 and 0.0 and nulls
+    pick = random.Random(46)
+    specials = [float("nan"), -0.0, 0.0, None, float("inf"), float("-inf")]
+    rows = [(i, pick.choice(specials) if pick.random() < 0.4 else round(pick.uniform(-5, 5), 1)) for i in range(400)]
+    table = catalog.create_table("floats", pa.schema([("id", pa.int64()), ("x", pa.float64())]))
+    for start in range(0, 400, 50):  # one file, and so one row group, per 50 ids
+        chunk = rows[start:start + 50]
+        table.write(pa.table({"id": [r[0] for r in chunk], "x": pa.array([r[1] for r in chunk], pa.float64())}))
+    truth = spark.createDataFrame(rows, "id long, x double")
+
+    back = read_parquet(table, spark, None)
+
+    # Then filters on the float column find what Spark finds over the same rows in memory
+    assert back is not None and back.columns == ["id", "x"]
+    for condition in ("x > 1", "x >= 4.9", "x = 0.0", "x = -0.0", "x < -4", "x IS NULL", "isnan(x)",
+                      "x = double('NaN')", "x > double('inf')", "x IN (0.0, 1.5)", "NOT x < 2", "x <=> 0.0"):
+        assert _texts(back.where(condition)) == _texts(truth.where(condition)), condition
+    # And a filter on the integer column reaches parquet-mr, which skips the other files' row groups
+    ids = back.where("id BETWEEN 60 AND 70")
+    assert _texts(ids) == _texts(truth.where("id BETWEEN 60 AND 70"))
+    plan = _plan(ids)
+    assert "PushedFilters: [IsNotNull(id), GreaterThanOrEqual(id,60)" in plan
+    assert "parquet.filter" not in str(back._jdf.queryExecution().optimizedPlan().toString())  # type: ignore[attr-defined]
+    assert "x" not in _plan(back.where("x > 1")).split("PushedFilters: [", 1)[1].split("]", 1)[0]
+
+
+# -- Spark's writer's folders, by partition value ------------------------------------------------
+
+
+def test_spark_writer_folders_named_by_value_give_spark_the_hidden_partition_column() -> None:
+    paths = [f"data/spark-w{w}/__sleeper_partition={folder}/{SPARK_NAME.format(0)}"
+             for w, folder in ((1, "a%2Fb"), (1, "__HIVE_DEFAULT_PARTITION__"), (2, "a%2Fb"))]
+    scan = parquet_scan("file:/w/t", paths, {"part": ["a/b", None, "a/b"]}, {"part": "string"})
+    assert scan.folder_columns == {"part": "__sleeper_partition"}
+    assert scan.options["basePath"] == "file:/w/t/data" and scan.options["ignoreInvalidPartitionPaths"] == "true"
+    assert "recursiveFileLookup" not in scan.options
+
+
+@pytest.mark.parametrize(("folder", "value"), [("__hash_-1234", "V" * 70), ("a%2F", "a/b"), ("a%2", "a%2"),
+                                               ("x", "y"), ("__HIVE_DEFAULT_PARTITION__", "__HIVE_DEFAULT_PARTITION__")])
+def test_spark_writer_folders_that_do_not_read_back_as_the_value_give_no_partitions(folder: str, value: str) -> None:
+    # a hash, a value cut short, a "%" Spark's writer would have escaped, another value, null for text
+    path = f"data/spark-w1/__sleeper_partition={folder}/{SPARK_NAME.format(0)}"
+    scan = parquet_scan("file:/w/t", [path], {"part": [value]}, {"part": "string"})
+    assert (scan.folder_columns, scan.options["recursiveFileLookup"]) == ({}, "true")
+    assert not scan.partitions_from_folders and "basePath" not in scan.options
+
+
+def _plan(frame: object) -> str:
+    return str(frame._jdf.queryExecution().executedPlan().toString())  # type: ignore[attr-defined]
+
+
+@pytest.mark.spark
+def test_spark_written_partitions_prune_folders_by_value_and_read_exactly_the_version(
+        spark: SparkSession, catalog: ss.Catalog, parquet_reads: None) -> None:
+    spark.conf.unset(NATIVE_CONF)
+    # Given values Spark's writer names folders by (escaped, null) over three writes, one overwriting a partition
+    values = ["a/b", "x=y", "100%", None, "with space", "plain", "%2f"]
+    source = spark.createDataFrame([(i, values[i % len(values)]) for i in range(70)], "id long, part string")
+    catalog.write(source.repartition(2), "by_value", partition_by=["part"])
+    catalog.write(source.where("id < 20"), "by_value")
+    table = catalog.table("by_value")
+    table.delete_where(spark, "part = 'plain' AND id = 5")
+    assert all("/__sleeper_partition=" in f.path and "__hash_" not in f.path for f in table.files())
+
+    back = read_parquet(table, spark, None)
+
+    # Then the rows are the version's, and a filter on the partition column prunes folders
+    assert back is not None and back.columns == ["id", "part"] and _rows(back) == _truth(table)
+    assert _scan_of(table, spark).folder_columns == {"part": "__sleeper_partition"}
+    truth = table.scan().to_pylist()
+    for value in values:
+        picked = back.where("part IS NULL" if value is None else f"part = '{value}'")
+        assert sorted(r.id for r in picked.collect()) == sorted(r["id"] for r in truth if r["part"] == value)
+        assert "PartitionFilters: [" in _plan(picked) and "__sleeper_partition" in _plan(picked).split(
+            "PartitionFilters: [", 1)[1].split("]", 1)[0]
+    assert sorted(r.id for r in back.where("part > 'p' OR part IS NULL").collect()) == sorted(
+        r["id"] for r in truth if r["part"] is None or r["part"] > "p")
+
+
+@pytest.mark.spark
+def test_spark_written_values_no_folder_can_name_are_hashed_and_read_exactly(
+        spark: SparkSession, catalog: ss.Catalog, parquet_reads: None) -> None:
+    spark.conf.unset(NATIVE_CONF)
+    values = ["", "Upper", "v" * 80, "__hash_1", "__HIVE_DEFAULT_PARTITION__", "lower"]
+    source = spark.createDataFrame([(i, values[i % len(values)]) for i in range(30)], "id long, part string")
+    catalog.write(source, "hashed", partition_by=["part"])
+    table = catalog.table("hashed")
+    hashed = {f.partition["part"] for f in table.files() if "/__sleeper_partition=__hash_" in f.path}
+    assert hashed == set(values) - {"lower"}
+
+    back = read_parquet(table, spark, None)
+
+    assert back is not None and _rows(back) == _truth(table)
+    assert not _scan_of(table, spark).partitions_from_folders
+    for value in values:
+        assert sorted(r.id for r in back.where(f"part = '{value}'").collect()) == [
+            i for i in range(30) if values[i % len(values)] == value]
+
+
+@pytest.mark.spark
+def test_typed_spark_written_partitions_prune_by_value(
+        spark: SparkSession, catalog: ss.Catalog, parquet_reads: None) -> None:
+    spark.conf.unset(NATIVE_CONF)
+    for name, sql_type, value in (("ints", "int", "cast(id % 3 - 1 AS int)"),
+                                  ("days", "date", "date_add(DATE'2024-01-30', cast(id % 3 AS int))"),
+                                  ("flags", "boolean", "id % 2 = 0")):
+        catalog.write(spark.range(30).selectExpr("id", f"{value} AS k"), name, partition_by=["k"])
+        table = catalog.table(name)
+
+        back = read_parquet(table, spark, None)
+
+        assert back is not None and _rows(back) == _truth(table), name
+        assert _scan_of(table, spark).partitions_from_folders, name
+        first = sorted(table.scan().to_pylist(), key=lambda r: r["id"])[0]["k"]
+        literal = {"int": str(first), "date": f"DATE'{first}'", "boolean": str(first).lower()}[sql_type]
+        picked = back.where(f"k = {literal}")
+        assert sorted(r.id for r in picked.collect()) == sorted(
+            r["id"] for r in table.scan().to_pylist() if r["k"] == first), name
+        assert "__sleeper_partition" in _plan(picked).split("PartitionFilters: [", 1)[1].split("]", 1)[0], name

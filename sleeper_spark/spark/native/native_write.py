@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.commit import CommitResult, utc_now
-from sleeper_spark.layout import spark_write_dir
+from sleeper_spark.datafiles.paths import NULL_SEGMENT
+from sleeper_spark.layout import SPARK_PARTITION_COLUMN, SPARK_PARTITION_HASH, spark_write_dir
 from sleeper_spark.models import FileRef, Snapshot, TableSchema, Transaction
 from sleeper_spark.models.columnar import ColumnarAddFiles, NewFiles
 from sleeper_spark.models.schema_evolution import merged_schema
@@ -60,7 +61,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HIDDEN_COLUMN = "__sleeper_partition"
+HIDDEN_COLUMN = SPARK_PARTITION_COLUMN
+_MOST_VALUE_BYTES = 64  # escaped, at most 192 bytes of a folder's name
 FORMAT_CLASS = "sleeper.spark.SleeperParquetFormat"  # Spark's Parquet format, each file describing itself
 FACTS_OPTION = "sleeper.facts.accumulator"  # SleeperParquetFormat.FACTS_OPTION
 _SUCCESS_MARKER = "mapreduce.fileoutputcommitter.marksuccessfuljobs"  # no _SUCCESS file to remove afterwards
@@ -201,13 +203,7 @@ def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[
     columns = ["*"] if same_columns else [quoted_column(name) for name in schema.names]
     partitioned = bool(partition_by)
     if partitioned:
-        # One directory per partition value, named by a hash of the values: Spark's own directory
-        # names fail on long values (a file name has 255 bytes) and the values themselves are in
-        # the files, whose writers report them. The null flags keep (null, "a") and ("a", null)
-        # apart, since the hash skips nulls.
-        parts = [quoted_column(name) for name in partition_by]
-        key = ", ".join(f"{part}, {part} IS NULL" for part in parts)
-        columns.append(f"xxhash64({key}) AS {HIDDEN_COLUMN}")
+        columns.append(f"{_folder_name(schema, partition_by)} AS {HIDDEN_COLUMN}")
     rows = df if same_columns and not partitioned else df.selectExpr(*columns)
     if state is not None:
         rows = distributed(rows, state, [HIDDEN_COLUMN] if partitioned else [])
@@ -217,6 +213,32 @@ def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[
         writer = writer.partitionBy(HIDDEN_COLUMN)
     with _micros_timestamps(spark, any(f.type.name == "timestamp" for f in schema.fields)):
         writer.save(target)
+
+
+def _folder_name(schema: TableSchema, partition_by: tuple[str, ...]) -> str:
+    """The hidden column's value (Spark SQL), which names a partition's folder.
+
+    One partition column: its value, so that Spark's own partition discovery reads it back from
+    the folder and a reader without the jar can prune folders by it
+    (:mod:`sleeper_spark.spark.connect.parquet_scan`); null is Spark's default partition folder.
+    Strings Spark would not read back as themselves (empty, its default partition's name), that
+    could make a folder name too long (a file name has 255 bytes; Spark escapes a character as 3),
+    that look like a hash, or that hold capitals get a hash instead: on a file system that ignores
+    case (macOS, Windows) "A" and "a" would share a folder, where one task's files of both have one
+    name. Several columns: a hash of the values, whose
+    null flags keep (null, "a") and ("a", null) apart, since the hash skips nulls. The values
+    themselves are in the files, whose writers report them."""
+    parts = [quoted_column(name) for name in partition_by]
+    key = ", ".join(f"{part}, {part} IS NULL" for part in parts)
+    hashed = f"concat('{SPARK_PARTITION_HASH}', CAST(xxhash64({key}) AS STRING))"
+    if len(parts) > 1:
+        return hashed
+    part = parts[0]
+    if schema.field(partition_by[0]).type.name != "string":
+        return f"CAST({part} AS STRING)"  # integers, booleans and dates: short text Spark casts back
+    named = (f"octet_length({part}) BETWEEN 1 AND {_MOST_VALUE_BYTES} AND {part} != '{NULL_SEGMENT}' "
+             f"AND NOT startswith({part}, '{SPARK_PARTITION_HASH}') AND lower({part}) = {part}")
+    return f"CASE WHEN {part} IS NULL OR ({named}) THEN {part} ELSE {hashed} END"
 
 
 @contextmanager
