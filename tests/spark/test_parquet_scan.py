@@ -315,7 +315,7 @@ def test_spark_written_partitions_prune_folders_by_value_and_read_exactly_the_ve
 def test_spark_written_values_no_folder_can_name_are_hashed_and_read_exactly(
         spark: SparkSession, catalog: ss.Catalog, parquet_reads: None) -> None:
     spark.conf.unset(NATIVE_CONF)
-    values = ["", "Upper", "v" * 80, "__hash_1", "__HIVE_DEFAULT_PARTITION__", "lower"]
+    values = ["", "Upper", "v" * 80, "__hash_1", "__HIVE_DEFAULT_PARTITION__", "ünï", "dot.", "space ", "lower"]
     source = spark.createDataFrame([(i, values[i % len(values)]) for i in range(30)], "id long, part string")
     catalog.write(source, "hashed", partition_by=["part"])
     table = catalog.table("hashed")

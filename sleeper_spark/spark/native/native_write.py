@@ -223,9 +223,10 @@ def _folder_name(schema: TableSchema, partition_by: tuple[str, ...]) -> str:
     (:mod:`sleeper_spark.spark.connect.parquet_scan`); null is Spark's default partition folder.
     Strings Spark would not read back as themselves (empty, its default partition's name), that
     could make a folder name too long (a file name has 255 bytes; Spark escapes a character as 3),
-    that look like a hash, or that hold capitals get a hash instead: on a file system that ignores
-    case (macOS, Windows) "A" and "a" would share a folder, where one task's files of both have one
-    name. Several columns: a hash of the values, whose
+    that look like a hash, or that some file systems would fold into another value's folder get a
+    hash instead: capitals and characters outside ASCII (macOS and Windows ignore case, macOS
+    Unicode normalization) and a trailing dot or space (Windows drops them), since in a shared
+    folder one task's files of both values have the same name. Several columns: a hash of the values, whose
     null flags keep (null, "a") and ("a", null) apart, since the hash skips nulls. The values
     themselves are in the files, whose writers report them."""
     parts = [quoted_column(name) for name in partition_by]
@@ -236,8 +237,9 @@ def _folder_name(schema: TableSchema, partition_by: tuple[str, ...]) -> str:
     part = parts[0]
     if schema.field(partition_by[0]).type.name != "string":
         return f"CAST({part} AS STRING)"  # integers, booleans and dates: short text Spark casts back
-    named = (f"octet_length({part}) BETWEEN 1 AND {_MOST_VALUE_BYTES} AND {part} != '{NULL_SEGMENT}' "
-             f"AND NOT startswith({part}, '{SPARK_PARTITION_HASH}') AND lower({part}) = {part}")
+    named = (f"octet_length({part}) BETWEEN 1 AND {_MOST_VALUE_BYTES} AND octet_length({part}) = length({part}) "
+             f"AND {part} != '{NULL_SEGMENT}' AND NOT startswith({part}, '{SPARK_PARTITION_HASH}') "
+             f"AND lower({part}) = {part} AND NOT endswith({part}, '.') AND NOT endswith({part}, ' ')")
     return f"CASE WHEN {part} IS NULL OR ({named}) THEN {part} ELSE {hashed} END"
 
 
