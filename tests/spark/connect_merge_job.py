@@ -1,5 +1,6 @@
 """Run by test_spark_connect.py: MERGE and UPDATE from a Spark Connect client, whose conditions
-are read from their text (the client has no JVM to resolve them), on 40 files of clustered ids.
+are read from their text (the client has no JVM to resolve them), on 40 files of clustered ids;
+and a DELETE over a partition column, which drops whole files.
 
     python tests/spark/connect_merge_job.py sc://127.0.0.1:PORT WAREHOUSE
 
@@ -32,12 +33,21 @@ def main(url: str, warehouse: str) -> None:
               .when_matched_update(set={"note": "source.note"}).execute())
     updated = table.update(spark, {"note": "'u'"}, where="id = 7 OR (id BETWEEN 150000 AND 150001)")
 
+    # A delete over the partition column of another table: 3 files a day, 4 days
+    days = ss.Catalog.local(warehouse).create_table(
+        "days", pa.schema([("id", pa.int64()), ("day", pa.string())]), partition_by=["day"])
+    for k in range(3):
+        days.write(pa.table({"id": pa.array(range(k * 8, k * 8 + 8), pa.int64()), "day": [f"d{i % 4}" for i in range(8)]}))
+    deleted = days.delete_where(spark, "day = 'd1' OR day IN ('d3')")
+    kept_days = sorted(set(days.scan().to_pydict()["day"]))
+
     # The same changes on the raw rows: ids 5, 100005, 20002 and 120002 take the source's note; then 7,
     # 150000 and 150001 take 'u'
     truth = {i: f"n{i}" for i in range(FILES * ROWS)}
     truth.update({5: "x", 100_005: "x", 20_002: "y", 120_002: "y", 7: "u", 150_000: "u", 150_001: "u"})
     rows = table.scan().to_pydict()
     print(json.dumps({"merge": merged.operation_metrics, "update": updated.operation_metrics,
+                      "delete": deleted.operation_metrics, "kept_days": kept_days,
                       "rows_are_the_truth": dict(zip(rows["id"], rows["note"], strict=True)) == truth}),
           flush=True)
     spark.stop()
