@@ -351,3 +351,53 @@ def test_typed_spark_written_partitions_prune_by_value(
         assert sorted(r.id for r in picked.collect()) == sorted(
             r["id"] for r in table.scan().to_pylist() if r["k"] == first), name
         assert "__sleeper_partition" in _plan(picked).split("PartitionFilters: [", 1)[1].split("]", 1)[0], name
+
+
+def test_nested_spark_writer_folders_give_spark_a_hidden_column_per_partition_column() -> None:
+    paths = [f"data/spark-w1/__sleeper_partition={a}/__sleeper_partition_1={b}/{SPARK_NAME.format(0)}"
+             for a, b in (("1", "x%3Dy"), ("2", "__HIVE_DEFAULT_PARTITION__"))]
+    scan = parquet_scan("file:/w/t", paths, {"k": ["1", "2"], "s": ["x=y", None]}, {"k": "int32", "s": "string"})
+    assert scan.folder_columns == {"k": "__sleeper_partition", "s": "__sleeper_partition_1"}
+    # the levels in another order, or one missing, are not the partitions
+    swapped = [p.replace("__sleeper_partition=", "__x=").replace("__sleeper_partition_1=", "__sleeper_partition=")
+               for p in paths]
+    assert not parquet_scan("file:/w/t", swapped, {"k": ["1", "2"], "s": ["x=y", None]},
+                            {"k": "int32", "s": "string"}).partitions_from_folders
+
+
+@pytest.mark.spark
+def test_a_connect_write_of_several_partition_columns_names_a_folder_level_each_and_reads_pruned(
+        spark: SparkSession, catalog: ss.Catalog, parquet_reads: None) -> None:
+    from sleeper_spark.spark.connect.connect_write import WRITE_CONF, write_parquet
+
+    # Given a table partitioned by a date, an int and a string, written twice by the no-jar helper write
+    spark.conf.set(WRITE_CONF, "parquet")
+    try:
+        table = catalog.create_table("nested", pa.schema([("id", pa.int64()), ("day", pa.date32()),
+                                                          ("k", pa.int32()), ("s", pa.string())]),
+                                     partition_by=["day", "k", "s"])
+        rows = spark.range(60).selectExpr("id", "date_add(DATE'2024-02-28', cast(id % 3 AS int)) AS day",
+                                          "cast(id % 2 AS int) AS k", "CASE WHEN id % 5 = 0 THEN NULL ELSE "
+                                          "concat('v/', cast(id % 4 AS string)) END AS s")
+        for chunk in ("id < 30", "id >= 30"):
+            snapshot = write_parquet(table, rows.where(chunk), table.state(), "append", {}, None, None)
+            assert snapshot is not None
+    finally:
+        spark.conf.unset(WRITE_CONF)
+    assert all(f.path.count("/__sleeper_partition") == 3 for f in table.files())
+
+    back = read_parquet(table, spark, None)
+
+    # Then the read is the version's rows, and a filter on any partition column prunes folders by it
+    assert back is not None and back.columns == ["id", "day", "k", "s"] and _rows(back) == _truth(table)
+    assert _scan_of(table, spark).folder_columns == {"day": "__sleeper_partition", "k": "__sleeper_partition_1",
+                                                     "s": "__sleeper_partition_2"}
+    truth = table.scan().to_pylist()
+    for condition, hidden, keep in (
+            ("day = DATE'2024-03-01'", "__sleeper_partition", lambda r: str(r["day"]) == "2024-03-01"),
+            ("k = 1 AND s = 'v/3'", "__sleeper_partition_2", lambda r: r["k"] == 1 and r["s"] == "v/3"),
+            ("s IS NULL OR day < DATE'2024-02-29'", "__sleeper_partition",
+             lambda r: r["s"] is None or str(r["day"]) < "2024-02-29")):
+        picked = back.where(condition)
+        assert sorted(r.id for r in picked.collect()) == sorted(r["id"] for r in truth if keep(r)), condition
+        assert hidden in _plan(picked).split("PartitionFilters: [", 1)[1].split("]", 1)[0], condition

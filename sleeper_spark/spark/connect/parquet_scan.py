@@ -21,12 +21,12 @@ before.
 Where every file's folder name reads back, by Spark's own rules, as the file's partition values,
 Spark is also told where the partitions start (``basePath``): a filter on them then skips whole
 folders, as on a plain Parquet table. The Python writer's folders (``data/<col>=<value>/…``) name
-the columns themselves; Spark's writer names a table's one partition column's folders by value
-through a hidden column (``data/spark-<id>/__sleeper_partition=<value>/``, see
-:data:`~sleeper_spark.layout.SPARK_PARTITION_COLUMN`), which the read takes the column from. Files
-of both writers in one version, folders named by a hash (several partition columns, and values
-no folder name can carry: long, empty, with capitals), and values outside ASCII get no such
-pruning; their footers still let Spark skip row groups.
+the columns themselves; Spark's writer names partition folders by value through hidden columns
+(``data/spark-<id>/__sleeper_partition=<value>/__sleeper_partition_1=<value>/…``, see
+:func:`~sleeper_spark.layout.spark_partition_column`), which the read takes the columns from.
+Files of both writers in one version, folders named by a hash (values no folder name can carry:
+long, empty, with capitals, outside ASCII; several partition columns written through the jar),
+get no such pruning; their footers still let Spark skip row groups.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sleeper_spark.datafiles.paths import NULL_SEGMENT, partition_dir
-from sleeper_spark.layout import DATA_DIR, SPARK_PARTITION_COLUMN
+from sleeper_spark.layout import DATA_DIR, SPARK_PARTITION_COLUMN, spark_partition_column
 from sleeper_spark.models import TableSchema
 from sleeper_spark.storage import join_key
 
@@ -46,8 +46,6 @@ MAX_GLOB_NAMES = 2_000
 _PYTHON_NAME = re.compile(r"[0-9a-f]{32}\.parquet")
 _SPARK_NAME = re.compile(r"part-[0-9]{5}-[0-9a-f-]{36}(\.c[0-9]{3})?(\.[a-z0-9]+)?\.parquet")
 _SPARK_FOLDER = re.compile(re.escape(DATA_DIR) + r"/spark-[^/]+")
-_SPARK_PARTITION_FOLDER = re.compile(re.escape(DATA_DIR) + r"/spark-[^/]+/" + re.escape(SPARK_PARTITION_COLUMN)
-                                     + r"=([^/]*)")
 _HEX = frozenset("0123456789ABCDEFabcdef")
 # Characters java.net.URI leaves as they are in a path (Hadoop's Path.toUri, which Spark's
 # ``_metadata.file_path`` is); "%" becomes "%25". Any other character: hand over the paths instead.
@@ -112,7 +110,7 @@ def parquet_scan(root: str, paths: Sequence[str], partitions: Mapping[str, Seque
     from_folders = _folder_columns(paths, partitions, partition_types)
     if from_folders:
         options["basePath"] = join_key(root, DATA_DIR)
-        if set(from_folders.values()) == {SPARK_PARTITION_COLUMN}:
+        if from_folders[next(iter(from_folders))] == SPARK_PARTITION_COLUMN:
             # Each write's folder holds its partition folders, so Spark finds a table under each
             # (data/spark-<id>): one partition column of one type in all of them, which is all
             # Spark needs to prune them.
@@ -165,31 +163,48 @@ def _folder_columns(paths: Sequence[str], partitions: Mapping[str, Sequence[str 
     """The column Spark reads each partition column's values from, by its rules for folder names
     (``%XX`` decoded one byte a character, ``__HIVE_DEFAULT_PARTITION__`` null, the text cast to the
     column's type), where it gets every file's own partition values from them: the columns
-    themselves in the Python writer's folders, the hidden column in Spark's writer's
-    (:data:`~sleeper_spark.layout.SPARK_PARTITION_COLUMN`); else none."""
+    themselves in the Python writer's folders, the hidden columns in Spark's writer's
+    (:func:`~sleeper_spark.layout.spark_partition_column`); else none."""
     columns = tuple(partitions)
     if not columns or any(partition_types[c] not in _FOLDER_TYPES for c in columns):
         return {}
-    python, spark = all(_SIMPLE_COLUMN.fullmatch(c) for c in columns), len(columns) == 1
+    python, spark = all(_SIMPLE_COLUMN.fullmatch(c) for c in columns), True
     for index, path in enumerate(paths):
         values = {column: partitions[column][index] for column in columns}
         if any(value is not None and (value == "" or not value.isascii()) for value in values.values()):
             return {}
         folder = path.rsplit("/", 1)[0]
         python = python and folder == partition_dir(values, columns) and "__hash_" not in folder
-        spark = spark and _spark_folder_value(folder) == (values[columns[0]],)
+        spark = spark and _spark_folder_values(folder, len(columns)) == tuple(values.values())
         if not (python or spark):
             return {}
-    return {c: c for c in columns} if python else {columns[0]: SPARK_PARTITION_COLUMN}
+    if python:
+        return {c: c for c in columns}
+    return {column: spark_partition_column(index) for index, column in enumerate(columns)}
 
 
-def _spark_folder_value(folder: str) -> tuple[str | None] | None:
-    """The value Spark reads from a folder of Spark's writer (in a tuple: it may be null), or None
-    for any other folder, or a name Spark's writer would not have made."""
-    match = _SPARK_PARTITION_FOLDER.fullmatch(folder)
-    if match is None:
+def _spark_folder_values(folder: str, count: int) -> tuple[str | None, ...] | None:
+    """The values Spark reads from the ``count`` nested folders of Spark's writer (a write's folder
+    and then one per partition column), or None for any other folder, or names Spark's writer
+    would not have made."""
+    segments = folder.split("/")
+    if len(segments) != 2 + count or not _SPARK_FOLDER.fullmatch("/".join(segments[:2])):
         return None
-    text = match.group(1)
+    values: list[str | None] = []
+    for index, segment in enumerate(segments[2:]):
+        name, equals, text = segment.partition("=")
+        if not equals or name != spark_partition_column(index):
+            return None
+        value = _unescaped(text)
+        if value is None:
+            return None
+        values.append(value[0])
+    return tuple(values)
+
+
+def _unescaped(text: str) -> tuple[str | None] | None:
+    """A folder name's value as Spark reads it (in a tuple: it may be null), or None if Spark's
+    writer would not have written it."""
     if text == NULL_SEGMENT:
         return (None,)
     pieces = text.split("%")
