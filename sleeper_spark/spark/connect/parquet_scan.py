@@ -76,8 +76,8 @@ _UNSAFE_TO_FILTER = frozenset({"float32", "float64", "date", "timestamp"})
 def reader_options(schema: TableSchema, guarded: Collection[str] = ()) -> dict[str, str]:
     """Options every read of a table with this schema by Spark's ``parquet`` source needs;
     ``guarded``: the columns of which no filter reaches parquet-mr (partition columns Spark takes
-    from folders or literals, floats read through ``nanvl``: see
-    :mod:`~sleeper_spark.spark.connect.partition_branches`)."""
+    from folders, floats read through ``nanvl``: see
+    :func:`~sleeper_spark.spark.connect.connect_read.scan_frame`)."""
     unsafe = any(t.name in _UNSAFE_TO_FILTER for f in schema.fields if f.name not in guarded for t in f.type.nested())
     return dict(PARQUET_FILTERS_OFF) if unsafe else {}
 
