@@ -28,6 +28,14 @@ def _types(sql: str) -> str | None:
     return "long" if "source." in sql else "integer"
 
 
+def test_a_function_beside_a_key_equality_leaves_the_key_to_prune_by() -> None:
+    node = read_condition("target.id = source.id AND upper(target.part, ')') = 'A'", TARGET, SOURCE, _types)
+
+    assert isinstance(node, Predicate) and node.name == "And"
+    assert node.args[0] == Predicate("EqualTo", (Column("id", "target", "long"), Column("id", "source", "long")))
+    assert node.args[1] == Predicate("EqualTo", (Unknown(), Constant("A")))
+
+
 def test_either_of_two_key_expressions_reads_as_two_key_equalities() -> None:
     node = read_condition("target.id = source.id OR target.id = source.id + 100000", TARGET, SOURCE, _types)
 
@@ -55,6 +63,7 @@ def test_precedence_negation_between_in_and_names_read_as_spark_reads_them() -> 
     "target.id IS TRUE", "(target.id = 1", "target.s.f = 1", "target.day = DATE '2024-01-01'",
 ])
 def test_text_outside_what_is_read_prunes_nothing(text: str) -> None:
+    # (a function's arguments are skipped whole, strings and parentheses inside them included)
     assert read_condition(text, TARGET, SOURCE, _types) == Unknown()
 
 
@@ -63,6 +72,7 @@ def test_text_outside_what_is_read_prunes_nothing(text: str) -> None:
     ("target.part = 1", "text compared with a number"), ("target.id = 1.5", "a decimal literal"),
     ("id = 1", "a name both sides have"), ("target.id = upper(source.id)", "a function"),
     ("target.id = source.id + target.id", "an expression of both sides"), ("target.nope = 1", "no such column"),
+    ("target.id = cast(source.k AS BIGINT)", "a cast"), ("concat(')', target.part) = 'x'", "a function"),
 ])
 def test_operands_that_are_not_read_are_unknown_leaves(text: str, unknown: str) -> None:
     node = read_condition(text, TARGET, SOURCE, _types)

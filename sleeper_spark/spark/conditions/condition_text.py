@@ -9,14 +9,14 @@ be true for any row"), and a text this module cannot read whole is Unknown altog
 - ``AND``, ``OR``, ``NOT``, parentheses; ``=``, ``==``, ``<=>``, ``<>``, ``!=``, ``<``, ``<=``,
   ``>``, ``>=``, ``[NOT] BETWEEN``, ``IS [NOT] NULL``, ``[NOT] IN (…)``, ``[NOT] LIKE '…'``, with
   Spark's precedence (``OR`` below ``AND`` below ``NOT`` below the comparisons);
+- function calls, whatever their arguments, as an operand that is :class:`Unknown`;
 - columns named ``target.c`` / ``source.c`` (case as Spark matches them, backquotes allowed), or
   unqualified where only one side has the name; integer literals, string literals without
   escapes, ``TRUE``, ``FALSE``, ``NULL``; ``+ - * / %`` and unary minus over source columns and
   integer literals, which become a :class:`SourceValue` that Spark computes from the source;
 - a comparison of a target column with a constant is kept only where Spark would compare them
   without a cast that changes the constant (integers with integers, strings with strings,
-  booleans with booleans, anything with NULL); any other operand (a function, a cast, another
-  literal) is Unknown;
+  booleans with booleans, anything with NULL); any other operand (another literal) is Unknown;
 - text outside this part of the grammar (comments, double-quoted text, ``CASE``, ``||``, a
   string with a backslash, a sub-query, ...) makes the whole condition Unknown.
 
@@ -265,9 +265,23 @@ class _Reader:
                 return False
         raise _Unreadable("unclosed parenthesis")
 
+    def _skip_arguments(self) -> None:
+        """Past the closing parenthesis of a function call's arguments (strings are tokens of their own)."""
+        depth = 0
+        while (token := self.peek()) is not None:
+            self._at += 1
+            if token.kind == "op" and token.text == "(":
+                depth += 1
+            elif token.kind == "op" and token.text == ")":
+                if depth == 0:
+                    return
+                depth -= 1
+        raise _Unreadable("unclosed parenthesis")
+
     def _column(self, first: str) -> _Value:
         if self._op("(") is not None:
-            raise _Unreadable("a function call")
+            self._skip_arguments()
+            return _Value(Unknown())  # a function's value: not read (it may not even be deterministic)
         if self._op(".") is None:
             in_target, in_source = first.lower() in self._target, first.lower() in self._source
             if in_target == in_source:
