@@ -6,9 +6,9 @@ files, on any server, with or without the jar. So a helper read on Connect is
 ``spark.read.schema(<the table's columns>).parquet(<every file of the version>)``:
 
 - Spark's own reader and its column pruning, filter pushdown and row-group skipping by the files'
-  footers (not by filters on float columns, nor on tables with date or timestamp columns, where
-  parquet-mr's filters lose rows: :data:`sleeper_spark.spark.connect.parquet_scan.PARQUET_FILTERS_OFF`
-  and :func:`scan_frame`); the files are those of the version, pruned by partition folders where
+  footers (not by filters on float, date or timestamp columns, where parquet-mr's filters lose
+  rows: :data:`sleeper_spark.spark.connect.parquet_scan.PARQUET_FILTERS_OFF` and
+  :func:`scan_frame`); the files are those of the version, pruned by partition folders where
   they name the values, and by nothing else (the jar's index also skips whole files by the log's
   statistics per query; this cannot);
 - the table's schema is given, so files written before a column was added read it as null, and
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_CONF = "spark.sleeper_spark.connect.read"
-_FLOATS = frozenset({"float32", "float64"})
+_UNFILTERED = frozenset({"float32", "float64", "date", "timestamp"})
 S3_SCHEME_CONF = "spark.sleeper_spark.connect.s3Scheme"
 
 
@@ -91,29 +91,30 @@ def scan_frame(spark: Any, schema: TableSchema, scan: ParquetScan) -> Any:
 
     Partition columns Spark finds in the folders' names are taken from there (a hidden column's
     values are given its name and the column's type, so that Spark casts each folder's name once,
-    not each row). A top-level float column is read through ``nanvl(x, x)``, which is the same
-    value, NaN and -0.0 included, but no filter Spark hands parquet-mr: a filter on it never
-    skips a row group (pyarrow's footers leave NaN out of the bounds, and parquet-mr tells -0.0
-    from 0.0), while filters on every other column keep skipping them."""
+    not each row). A top-level float, date or timestamp column, on which parquet-mr's filters
+    lose rows (:data:`~sleeper_spark.spark.connect.parquet_scan.PARQUET_FILTERS_OFF`), is read
+    through ``coalesce(x, x)``: the same value, NaN, -0.0 and null included, but no column Spark
+    hands parquet-mr a filter on, so a filter on it never skips a row group while filters on
+    every other column keep skipping them (tests/spark/test_parquet_scan.py holds Spark to it)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
     struct = spark_schema(schema, guarded=False)
     folder = {name: hidden for name, hidden in scan.folder_columns.items() if hidden != name}
-    floats = {f.name for f in schema.fields if f.type.name in _FLOATS}
+    unfiltered = {f.name for f in schema.fields if f.type.name in _UNFILTERED and f.name not in scan.folder_columns}
     read_as = StructType([*struct.fields, *[StructField(hidden, struct[name].dataType, True)
                                             for name, hidden in folder.items()]])
-    options = reader_options(schema, floats | set(scan.folder_columns))
+    options = reader_options(schema, unfiltered | set(scan.folder_columns))
     frame = spark.read.schema(read_as).options(**options, **scan.options).parquet(*scan.roots)
     if scan.file_paths is not None:
         frame = frame.where(F.col("_metadata.file_path").isin(scan.file_paths))
-    if not floats and not scan.partitions_from_folders:
+    if not unfiltered and not scan.partitions_from_folders:
         return frame
     columns = []
     for field in struct.fields:
         column = F.col(quoted_column(folder.get(field.name, field.name)))
-        if field.name in floats:
-            column = F.nanvl(column, column)
+        if field.name in unfiltered:
+            column = F.coalesce(column, column)
         columns.append(column.alias(field.name))
     return frame.select(*columns)  # also the table's order where Spark put the partition columns last
 

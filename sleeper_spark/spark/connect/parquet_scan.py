@@ -66,8 +66,9 @@ _FOLDER_TYPES = frozenset({"string", "int8", "int16", "int32", "int64", "bool", 
 #   and parquet-mr turns it back into days or microseconds, which moves values before 1900 (the
 #   calendars' gap, old time zones), so row groups holding matching rows are dropped.
 # Spark still evaluates every filter on every row it reads; only row-group skipping goes. A
-# top-level float column needs no such switch: reads give Spark ``nanvl(x, x)`` for it, which
-# Spark never hands parquet-mr as a filter, so the other columns' filters stay on.
+# top-level column of these types needs no such switch: reads give Spark ``coalesce(x, x)`` for
+# it, which Spark never hands parquet-mr as a filter, so the other columns' filters stay on; only
+# such types inside nested columns turn the filters off.
 PARQUET_FILTERS_OFF = {"parquet.filter.stats.enabled": "false", "parquet.filter.columnindex.enabled": "false",
                        "parquet.filter.dictionary.enabled": "false", "parquet.filter.bloom.enabled": "false"}
 _UNSAFE_TO_FILTER = frozenset({"float32", "float64", "date", "timestamp"})
@@ -76,7 +77,7 @@ _UNSAFE_TO_FILTER = frozenset({"float32", "float64", "date", "timestamp"})
 def reader_options(schema: TableSchema, guarded: Collection[str] = ()) -> dict[str, str]:
     """Options every read of a table with this schema by Spark's ``parquet`` source needs;
     ``guarded``: the columns of which no filter reaches parquet-mr (partition columns Spark takes
-    from folders, floats read through ``nanvl``: see
+    from folders, columns read through ``coalesce(x, x)``: see
     :func:`~sleeper_spark.spark.connect.connect_read.scan_frame`)."""
     unsafe = any(t.name in _UNSAFE_TO_FILTER for f in schema.fields if f.name not in guarded for t in f.type.nested())
     return dict(PARQUET_FILTERS_OFF) if unsafe else {}
