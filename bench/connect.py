@@ -84,6 +84,7 @@ def run(report: Report, quick: bool) -> None:
             spark = SparkSession.builder.remote(url).getOrCreate()
             try:
                 _reads(report, spark, catalog, repeat)
+                _reads_of_helper_writes(report, spark, catalog, work, rows, repeat)
                 _helper_write(report, "Connect, no jar", spark, catalog, work, rows, repeat, "<= 1.2x", 1.2)
             finally:
                 spark.stop()
@@ -122,12 +123,13 @@ def _chunk(start: int, rows: int) -> pa.Table:
     return pa.table(columns)
 
 
-def _server_rows(spark: Any, rows: int) -> Any:
-    """The rows and columns of :func:`_chunk`, generated on the server: nothing crosses the wire."""
+def _server_rows(spark: Any, rows: int, tasks: int | None = None) -> Any:
+    """The rows and columns of :func:`_chunk`, generated on the server: nothing crosses the wire
+    (``tasks``: in that many tasks, each a range of ids)."""
     columns = ["id", f"cast(id % {PARTITIONS} AS STRING) AS part"]
     columns += [f"cast((id * {i + 1}) % 10007 AS DOUBLE) * 0.5 AS c{i}" if i % 2 else f"(id + {i}) % 100003 AS c{i}"
                 for i in range(COLUMNS)]
-    return spark.range(rows).selectExpr(*columns)
+    return spark.range(0, rows, 1, tasks).selectExpr(*columns)
 
 
 def _pair(report: Report, benchmark: str, ours: Callable[[], Any], plain: Callable[[], Any], repeat: int,
@@ -161,6 +163,32 @@ def _reads(report: Report, spark: Any, catalog: ss.Catalog, repeat: int) -> None
 
             _pair(report, f"Connect, no jar: {label} vs spark.read.parquet, {name}, {files} files",
                   ours, plain, repeat, target, limit)
+    spark.conf.unset(READ_CONF)
+
+
+def _reads_of_helper_writes(report: Report, spark: Any, catalog: ss.Catalog, work: Path, rows: int,
+                            repeat: int) -> None:
+    """The same queries, and a 1 % range of ids, on a table the no-jar helper wrote ("h": Spark's
+    writer, committed from the client) against ``partitionBy("part").parquet()`` of the same rows:
+    16 tasks, each a range of ids, so 128 files, each of one partition value and a narrow range of
+    ids."""
+    df = _server_rows(spark, rows, tasks=16)
+    catalog.write(df, "h", mode="overwrite", partition_by=["part"])
+    folder = "file:" + str(work / "plain-h")
+    df.write.mode("overwrite").partitionBy("part").parquet(folder)
+    files = len(catalog.table("h").files())
+    ids = f"id BETWEEN {rows // 2} AND {rows // 2 + rows // 100}"
+    queries = [*QUERIES, ("id range of 1 %, sum(c0)", lambda d: d.where(ids).selectExpr("sum(c0)").collect())]
+    spark.conf.set(READ_CONF, "parquet")
+    for name, query in queries:
+        def ours(q: Query = query) -> Any:
+            return q(catalog.read(spark, "h"))
+
+        def plain(q: Query = query) -> Any:
+            return q(spark.read.parquet(folder))
+
+        _pair(report, f"Connect, no jar: helper read of a helper-written table vs spark.read.parquet of a "
+              f"partitionBy write, {name}, {files} files", ours, plain, repeat, "<= 1.2x", 1.2)
     spark.conf.unset(READ_CONF)
 
 

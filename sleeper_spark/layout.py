@@ -6,6 +6,7 @@ Keys are relative to the warehouse root (``table_root`` is a table's folder in i
     _catalog/_namespaces/<name>.json             its namespace records (no table's record: names hold no /)
     <table>/data/<col>=<value>/…/<uuid>.parquet  data files (the Python writer)
     <table>/data/spark-<write id>/…/part-….parquet  data files (Spark's own writer, one folder a write)
+    <table>/data/spark-<write id>/__sleeper_partition=<value>/…/part-….parquet  ... a folder per partition column
     <table>/_log/<20-digit number>.json          the transaction log of an object-store catalog
     <table>/_log/bodies/<sha256>.json            transaction bodies too big for a log entry
     <table>/_log/pending/<32 hex digits>.json    appends waiting for a group commit (object-store catalog)
@@ -74,6 +75,20 @@ def namespace_of_key(name: str) -> str | None:
 def decision_key(transaction_id: str) -> str:
     """The decision record of one multi-table transaction, on an object-store catalog."""
     return _join(DECISIONS_DIR, f"{transaction_id}.json")
+
+
+# The folders inside a write's folder: Spark's writer names them after hidden columns of the
+# rows, which its files leave out (every table column stays in them), one level per partition
+# column (one level of a hash of all the values, for several columns through the jar). A value is
+# the partition value's text where Spark reads it back from the folder's name as that value;
+# else SPARK_PARTITION_HASH and a hash of the value.
+SPARK_PARTITION_COLUMN = "__sleeper_partition"
+SPARK_PARTITION_HASH = "__hash_"
+
+
+def spark_partition_column(index: int) -> str:
+    """The hidden column of the ``index``-th partition column (0: :data:`SPARK_PARTITION_COLUMN`)."""
+    return SPARK_PARTITION_COLUMN if index == 0 else f"{SPARK_PARTITION_COLUMN}_{index}"
 
 
 def spark_write_dir(write_id: str) -> str:

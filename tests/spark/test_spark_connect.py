@@ -177,3 +177,25 @@ def sql_on_the_python_side_the_jvm_started(connect_server: ConnectServer, wareho
     restarted = _python_sides(connect_server.pid_dir)
     assert len(restarted) == 1 and restarted != sides
 
+
+
+@pytest.mark.parametrize("connect_server", ["no jar"], indirect=True)
+def test_a_connect_client_s_merge_update_and_delete_read_only_the_files_their_conditions_select(
+        connect_server: ConnectServer, tmp_path: Path) -> None:
+    # Given 40 files of clustered ids, When a Connect client (no JVM to resolve conditions with)
+    # merges two source rows on "id = source.id OR id = source.id + 100000", then updates two keys,
+    # and deletes two partitions of another table
+    run = subprocess.run([sys.executable, str(HERE / "connect_merge_job.py"), connect_server.url,
+                          str(tmp_path / "warehouse")], env=connect_server.environment, capture_output=True, text=True,
+                         timeout=600, cwd=HERE.parents[1])
+
+    # Then each reads the files that hold its keys, 4 and 2 of 40, and the rows are those of the same changes
+    assert run.returncode == 0, _error_lines(run.stderr)
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    merged, updated = result["merge"], result["update"]
+    assert (merged["files_read"], merged["files_rewritten"], merged["rows_updated"]) == (4, 4, 4)
+    assert (updated["files_read"], updated["files_rewritten"], updated["rows_updated"]) == (2, 2, 3)
+    assert result["rows_are_the_truth"]
+    # And a delete over the partition column alone drops the 6 files of its two days, reading none
+    assert (result["delete"]["files_removed"], result["delete"]["files_read"]) == (6, 0)
+    assert result["kept_days"] == ["d0", "d2"]

@@ -12,9 +12,11 @@ it into a local relation) and starts no Spark job.
 Spark first resolves the condition over all the table's columns, on an empty frame (which
 raises nothing for a condition that names data columns, and starts no job either). A condition
 that names any column but a partition column, one it cannot resolve, one that is not
-deterministic (``rand() < 0.5`` must be drawn per row), a table without partition columns and a
-session without a JVM (Spark Connect) give ``None``: the caller then evaluates the condition row
-by row (and reports Spark's error for a condition that does not resolve).
+deterministic (``rand() < 0.5`` must be drawn per row) and a table without partition columns
+give ``None``: the caller then evaluates the condition row by row (and reports Spark's error for a
+condition that does not resolve). A session without a JVM (Spark Connect) cannot read the
+resolved condition; there its text must read whole, over partition columns alone
+(:mod:`~sleeper_spark.spark.conditions.condition_text`), and Spark then evaluates it as above.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ def files_where(spark: Any, state: TableState, condition: str) -> list[FileRef] 
     """The files of ``state`` whose partition values make ``condition`` TRUE (NULL and FALSE do not
     select); None when the condition is not over partition columns alone (see the module doc)."""
     partition_by = state.partition_by
-    if not partition_by or not hasattr(spark, "_jsparkSession") or \
-            str(spark.conf.get(_RAW_STRINGS_CONF, "false")).lower() == "true":
+    if not partition_by or str(spark.conf.get(_RAW_STRINGS_CONF, "false")).lower() == "true":
+        return None
+    if not hasattr(spark, "_jsparkSession") and not _text_over_partitions(state, condition):
         return None
     true = selected_tuples(spark, state, in_order(set(file_partitions(state))), condition)
     return None if true is None else files_in_partitions(state, true)
@@ -62,11 +65,13 @@ def selected_tuples(spark: Any, state: TableState, tuples: Sequence[Partition],
     holds = F.coalesce(F.expr(condition), F.lit(False))  # as a delete's rows are: TRUE only (a bare NULL too)
     try:
         # Resolved over every column first, so that a condition naming a data column is told
-        # apart without an error (Spark logs each analysis error it raises).
-        plan = spark.createDataFrame([], fields).where(holds)._jdf.queryExecution().analyzed()
-        if plan.getClass().getSimpleName() != "Filter" or not plan.condition().deterministic() or \
-                not _references(plan.condition()) <= set(state.partition_by):
-            return None
+        # apart without an error (Spark logs each analysis error it raises). Without a JVM the
+        # caller has read the condition's text instead (_text_over_partitions).
+        if hasattr(spark, "_jsparkSession"):
+            plan = spark.createDataFrame([], fields).where(holds)._jdf.queryExecution().analyzed()
+            if plan.getClass().getSimpleName() != "Filter" or not plan.condition().deterministic() or \
+                    not _references(plan.condition()) <= set(state.partition_by):
+                return None
         types = {f.name: f.dataType.simpleString() for f in fields.fields}
         index = _INDEX
         while index in state.partition_by:
@@ -76,6 +81,24 @@ def selected_tuples(spark: Any, state: TableState, tuples: Sequence[Partition],
     except (PySparkException, ValueError):  # ValueError: a stored value not of its column's type
         return None
     return {tuples[row[0]] for row in rows if row[0] >= 0}
+
+
+def _text_over_partitions(state: TableState, condition: str) -> bool:
+    """Whether ``condition``'s text, read whole (:mod:`~sleeper_spark.spark.conditions.condition_text`,
+    which knows no function, so nothing it reads is drawn per row), names partition columns only."""
+    from sleeper_spark.spark.conditions.condition_text import read_condition
+    from sleeper_spark.spark.conditions.sql_conditions import Column, Node, Predicate, Unknown
+
+    types = {f.name: f.dataType.typeName() for f in spark_schema(state.schema, guarded=False).fields}
+
+    def over_partitions(node: Node) -> bool:
+        if isinstance(node, Predicate):
+            return all(over_partitions(arg) for arg in node.args)
+        if isinstance(node, Column):
+            return node.side == "target" and node.name in state.partition_by
+        return not isinstance(node, Unknown)
+
+    return over_partitions(read_condition(condition, types, None))
 
 
 def _references(condition: Any) -> set[str]:

@@ -21,7 +21,9 @@ Both are needed because ``NOT`` swaps them, and in SQL's three-valued logic "not
   be TRUE for any target row;
 - everything else says nothing, and a condition that says nothing reads every file.
 
-A condition Spark cannot resolve, or a session without a JVM (Spark Connect), reads every file;
+A session without a JVM (Spark Connect) cannot read Spark's resolved tree: the condition's text
+is read instead (:mod:`sleeper_spark.spark.conditions.condition_text`), which knows a smaller part
+of Spark SQL and reads the rest as "any row". A condition Spark cannot resolve reads every file;
 the change itself then reports Spark's error, or runs as it would have.
 """
 
@@ -54,6 +56,7 @@ from pyspark.sql.datasource import (
 
 from sleeper_spark.models import TableSchema
 from sleeper_spark.spark.common.conversions import quoted_column, spark_schema
+from sleeper_spark.spark.conditions.condition_text import read_condition
 from sleeper_spark.spark.conditions.filters import prune_expression
 from sleeper_spark.spark.conditions.sql_conditions import (
     Column,
@@ -97,6 +100,8 @@ def update_rows(spark: Any, schema: TableSchema, where: str | None) -> pc.Expres
     def resolve() -> Node:
         from pyspark.sql import functions as F
 
+        if not _has_jvm(spark):
+            return text_nodes(schema, where)
         empty = spark.createDataFrame([], spark_schema(schema, guarded=False))
         plan = empty.where(F.expr(where))._jdf.queryExecution().analyzed()
         if plan.getClass().getSimpleName() != "Filter":
@@ -111,6 +116,8 @@ def merge_rows(source: Any, schema: TableSchema, condition: str, keys: KeyRows) 
     def resolve() -> Node:
         from pyspark.sql import functions as F
 
+        if not _has_jvm(source.sparkSession):
+            return text_nodes(schema, condition, source)
         empty = source.sparkSession.createDataFrame([], spark_schema(schema, guarded=False))
         joined = empty.alias("target").join(source.alias("source"), F.expr(condition), "inner")
         plan = joined._jdf.queryExecution().analyzed()
@@ -121,6 +128,37 @@ def merge_rows(source: Any, schema: TableSchema, condition: str, keys: KeyRows) 
         return TreeReader(sides).read(plan.condition().get())
 
     return Translation(schema.to_arrow(), keys).sets(_resolved(resolve))[0]
+
+
+def text_nodes(schema: TableSchema, condition: str, source: Any | None = None) -> Node:
+    """The nodes of an UPDATE's ``where`` (or, given its ``source``, a MERGE's condition) read from
+    its text (:mod:`~sleeper_spark.spark.conditions.condition_text`), as a session without a JVM reads them."""
+    source_types = None if source is None else spark_types(source.schema)
+    return read_condition(condition, spark_types(spark_schema(schema, guarded=False)), source_types,
+                          None if source is None else lambda sql: _source_type(source, sql))
+
+
+def _has_jvm(spark: Any) -> bool:
+    """Whether Spark's resolved tree can be read here (not on a Spark Connect client)."""
+    return getattr(spark, "_jsparkSession", None) is not None
+
+
+def spark_types(struct: Any) -> dict[str, str]:
+    """Each column of a Spark ``StructType`` with its type's name as the JVM gives it."""
+    from pyspark.sql.types import DecimalType
+
+    return {f.name: f.dataType.simpleString() if isinstance(f.dataType, DecimalType) else f.dataType.typeName()
+            for f in struct.fields}
+
+
+def _source_type(source: Any, sql: str) -> str | None:
+    """Spark's type of ``sql`` over the source's columns, or None where Spark cannot resolve it."""
+    from pyspark.sql import functions as F
+
+    try:
+        return next(iter(spark_types(source.alias("source").select(F.expr(sql)).schema).values()))
+    except PySparkException:
+        return None
 
 
 def _resolved(resolve: Callable[[], Node]) -> Node:

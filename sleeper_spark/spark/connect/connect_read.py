@@ -6,10 +6,11 @@ files, on any server, with or without the jar. So a helper read on Connect is
 ``spark.read.schema(<the table's columns>).parquet(<every file of the version>)``:
 
 - Spark's own reader and its column pruning, filter pushdown and row-group skipping by the files'
-  footers (not on tables with float, date or timestamp columns, where parquet-mr's filters lose
-  rows: :data:`sleeper_spark.spark.connect.parquet_scan.PARQUET_FILTERS_OFF`); the files are those of the
-  version, pruned by nothing else (the jar's index also skips whole files by the log's statistics
-  per query; this cannot);
+  footers (not by filters on float, date or timestamp columns, where parquet-mr's filters lose
+  rows: :data:`sleeper_spark.spark.connect.parquet_scan.PARQUET_FILTERS_OFF` and
+  :func:`scan_frame`); the files are those of the version, pruned by partition folders where
+  they name the values, and by nothing else (the jar's index also skips whole files by the log's
+  statistics per query; this cannot);
 - the table's schema is given, so files written before a column was added read it as null, and
   Spark's Parquet reader widens a column written with a narrower type;
 - Spark lists the folders that hold the version's files (one LIST request per folder, as for a
@@ -33,9 +34,10 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sleeper_spark.models import TableSchema
 from sleeper_spark.process_state import SAID_ONCE
 from sleeper_spark.spark.common.conversions import quoted_column, spark_schema
-from sleeper_spark.spark.connect.parquet_scan import parquet_scan, reader_options
+from sleeper_spark.spark.connect.parquet_scan import ParquetScan, parquet_scan, reader_options
 from sleeper_spark.spark.native.native_read import native_types
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_CONF = "spark.sleeper_spark.connect.read"
+_UNFILTERED = frozenset({"float32", "float64", "date", "timestamp"})
 S3_SCHEME_CONF = "spark.sleeper_spark.connect.s3Scheme"
 
 
@@ -76,20 +79,44 @@ def read_parquet(table: Table, spark: Any, version: int | None) -> Any | None:
     if root is None:
         return None
     files = table.files_table(state.version)
-    schema = spark_schema(state.schema, guarded=False)
     if files.num_rows == 0:
-        return spark.createDataFrame([], schema)
+        return spark.createDataFrame([], spark_schema(state.schema, guarded=False))
     partitions = {column: files[f"partition.{column}"].to_pylist() for column in state.partition_by}
     types = {column: state.schema.field(column).type.name for column in state.partition_by}
-    scan = parquet_scan(root, files["path"].to_pylist(), partitions, types)
-    from pyspark.sql import functions
+    return scan_frame(spark, state.schema, parquet_scan(root, files["path"].to_pylist(), partitions, types))
 
-    frame = spark.read.schema(schema).options(**reader_options(state.schema), **scan.options).parquet(*scan.roots)
+
+def scan_frame(spark: Any, schema: TableSchema, scan: ParquetScan) -> Any:
+    """``spark.read.parquet`` of ``scan``, as ``schema``'s columns in its order.
+
+    Partition columns Spark finds in the folders' names are taken from there (a hidden column's
+    values are given its name and the column's type, so that Spark casts each folder's name once,
+    not each row). A top-level float, date or timestamp column, on which parquet-mr's filters
+    lose rows (:data:`~sleeper_spark.spark.connect.parquet_scan.PARQUET_FILTERS_OFF`), is read
+    through ``coalesce(x, x)``: the same value, NaN, -0.0 and null included, but no column Spark
+    hands parquet-mr a filter on, so a filter on it never skips a row group while filters on
+    every other column keep skipping them (tests/spark/test_parquet_scan.py holds Spark to it)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    struct = spark_schema(schema, guarded=False)
+    folder = {name: hidden for name, hidden in scan.folder_columns.items() if hidden != name}
+    unfiltered = {f.name for f in schema.fields if f.type.name in _UNFILTERED and f.name not in scan.folder_columns}
+    read_as = StructType([*struct.fields, *[StructField(hidden, struct[name].dataType, True)
+                                            for name, hidden in folder.items()]])
+    options = reader_options(schema, unfiltered | set(scan.folder_columns))
+    frame = spark.read.schema(read_as).options(**options, **scan.options).parquet(*scan.roots)
     if scan.file_paths is not None:
-        frame = frame.where(functions.col("_metadata.file_path").isin(scan.file_paths))
-    if scan.partitions_from_folders:  # Spark puts the partition columns last
-        frame = frame.select(*[functions.col(quoted_column(name)) for name in schema.names])
-    return frame
+        frame = frame.where(F.col("_metadata.file_path").isin(scan.file_paths))
+    if not unfiltered and not scan.partitions_from_folders:
+        return frame
+    columns = []
+    for field in struct.fields:
+        column = F.col(quoted_column(folder.get(field.name, field.name)))
+        if field.name in unfiltered:
+            column = F.coalesce(column, column)
+        columns.append(column.alias(field.name))
+    return frame.select(*columns)  # also the table's order where Spark put the partition columns last
 
 
 def server_location(spark: Any, location: str, s3_endpoint: str | None) -> str | None:

@@ -1,8 +1,9 @@
 """Helper writes on a Spark Connect session: Spark's own ``parquet`` writer, committed from the files.
 
 The write is the native path's (:mod:`sleeper_spark.spark.native.native_write`): Spark writes into a
-folder no other write uses, ``data/spark-<write id>/``, one subfolder per partition named by a hash
-of its values, every table column kept in the files. Without the jar no task describes its file,
+folder no other write uses, ``data/spark-<write id>/``, a level of subfolders per partition column
+named by its values (where Spark reads them back from the names, else by a hash), every table
+column kept in the files. Without the jar no task describes its file,
 so the files are described afterwards, with no data byte crossing to the client:
 
 1. one Spark job on the server reads the new files back (``binaryFile``) for each one's size and
@@ -65,7 +66,7 @@ def write_parquet(table: Table, df: Any, state: TableState, mode: str, metadata:
     write_dir = spark_write_dir(write_id)
     target = f"{root.rstrip('/')}/{write_dir}"
     try:
-        run_write_job(spark, df, schema, state.partition_by, target, "parquet", {}, state)
+        run_write_job(spark, df, schema, state.partition_by, target, "parquet", {}, state, nested=True)
         files = _described(table, spark, target, write_dir, schema, state.partition_by)
     except BaseException:
         remove_write_dir(table, write_dir)

@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sleeper_spark.commit import CommitResult, utc_now
-from sleeper_spark.layout import spark_write_dir
+from sleeper_spark.datafiles.paths import NULL_SEGMENT
+from sleeper_spark.layout import SPARK_PARTITION_COLUMN, SPARK_PARTITION_HASH, spark_partition_column, spark_write_dir
 from sleeper_spark.models import FileRef, Snapshot, TableSchema, Transaction
 from sleeper_spark.models.columnar import ColumnarAddFiles, NewFiles
 from sleeper_spark.models.schema_evolution import merged_schema
@@ -60,7 +61,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HIDDEN_COLUMN = "__sleeper_partition"
+HIDDEN_COLUMN = SPARK_PARTITION_COLUMN
+_MOST_VALUE_BYTES = 64  # escaped, at most 192 bytes of a folder's name
 FORMAT_CLASS = "sleeper.spark.SleeperParquetFormat"  # Spark's Parquet format, each file describing itself
 FACTS_OPTION = "sleeper.facts.accumulator"  # SleeperParquetFormat.FACTS_OPTION
 _SUCCESS_MARKER = "mapreduce.fileoutputcommitter.marksuccessfuljobs"  # no _SUCCESS file to remove afterwards
@@ -189,34 +191,65 @@ def take_facts(entry: Any, accumulator: Any) -> str:
 
 
 def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
-                  format_name: str, options: Mapping[str, str], state: TableState | None = None) -> None:
+                  format_name: str, options: Mapping[str, str], state: TableState | None = None,
+                  nested: bool = False) -> None:
     """Spark writes ``df``'s ``schema`` columns into ``target`` in ``format_name`` (Spark's Parquet
-    format or the jar's), one folder per partition named by a hash of its values; spread over
-    tasks as ``state``'s ``write.distribution`` says (:mod:`~sleeper_spark.spark.native.write_distribution`)."""
+    format or the jar's), one folder per partition (see :func:`_folders`; ``nested``: one level of
+    folders per partition column); spread over tasks as ``state``'s ``write.distribution`` says
+    (:mod:`~sleeper_spark.spark.native.write_distribution`)."""
     # SQL text in one call: a classic session builds each Column through py4j, a round trip
     # each (about 1.5 ms), which a write of many columns paid on every call. Where the rows have
     # the table's columns in its order (most writes), "*" keeps them: Spark resolves one star
     # faster than a list of columns (6 against 17 ms for 22 columns).
     same_columns = list(df.columns) == list(schema.names)
     columns = ["*"] if same_columns else [quoted_column(name) for name in schema.names]
-    partitioned = bool(partition_by)
-    if partitioned:
-        # One directory per partition value, named by a hash of the values: Spark's own directory
-        # names fail on long values (a file name has 255 bytes) and the values themselves are in
-        # the files, whose writers report them. The null flags keep (null, "a") and ("a", null)
-        # apart, since the hash skips nulls.
-        parts = [quoted_column(name) for name in partition_by]
-        key = ", ".join(f"{part}, {part} IS NULL" for part in parts)
-        columns.append(f"xxhash64({key}) AS {HIDDEN_COLUMN}")
-    rows = df if same_columns and not partitioned else df.selectExpr(*columns)
+    folders = _folders(schema, partition_by, nested) if partition_by else []
+    columns += [f"{value} AS {hidden}" for hidden, value in folders]
+    rows = df if same_columns and not folders else df.selectExpr(*columns)
     if state is not None:
-        rows = distributed(rows, state, [HIDDEN_COLUMN] if partitioned else [])
+        rows = distributed(rows, state, [hidden for hidden, _ in folders])
     writer = (rows.write.mode("error").format(format_name).options(**options)
               .option(_SUCCESS_MARKER, "false"))
-    if partitioned:
-        writer = writer.partitionBy(HIDDEN_COLUMN)
+    if folders:
+        writer = writer.partitionBy(*[hidden for hidden, _ in folders])
     with _micros_timestamps(spark, any(f.type.name == "timestamp" for f in schema.fields)):
         writer.save(target)
+
+
+def _folders(schema: TableSchema, partition_by: tuple[str, ...], nested: bool) -> list[tuple[str, str]]:
+    """The hidden columns that name a partition's folders, each with its value (Spark SQL).
+
+    One partition column (or, ``nested``, each of several, a folder inside the one before): its
+    value, so that Spark's own partition discovery reads it back from the folder and a reader
+    without the jar can prune folders by it (:mod:`sleeper_spark.spark.connect.parquet_scan`);
+    null is Spark's default partition folder. Strings Spark would not read back as themselves
+    (empty, its default partition's name), that could make a folder name too long (a file name
+    has 255 bytes; Spark escapes a character as 3), that look like a hash, or that some file
+    systems would fold into another value's folder get a hash of the value instead: capitals and
+    characters outside ASCII (macOS and Windows ignore case, macOS Unicode normalization) and a
+    trailing dot or space (Windows drops them), since in a shared folder one task's files of both
+    values have the same name. Several columns otherwise: one folder named by a hash of the
+    values (the jar's writer reports a file's folder by its last name only), whose null flags keep
+    (null, "a") and ("a", null) apart, since the hash skips nulls. The values themselves are in
+    the files, whose writers report them."""
+    if len(partition_by) > 1 and not nested:
+        return [(HIDDEN_COLUMN, _hashed(partition_by))]
+    return [(spark_partition_column(index), _folder_value(schema, name)) for index, name in enumerate(partition_by)]
+
+
+def _hashed(columns: Sequence[str]) -> str:
+    key = ", ".join(f"{part}, {part} IS NULL" for part in map(quoted_column, columns))
+    return f"concat('{SPARK_PARTITION_HASH}', CAST(xxhash64({key}) AS STRING))"
+
+
+def _folder_value(schema: TableSchema, column: str) -> str:
+    part = quoted_column(column)
+    if schema.field(column).type.name != "string":
+        return f"CAST({part} AS STRING)"  # integers, booleans and dates: short text Spark casts back
+    named = (f"octet_length({part}) BETWEEN 1 AND {_MOST_VALUE_BYTES} AND octet_length({part}) = length({part}) "
+             f"AND {part} != '{NULL_SEGMENT}' AND NOT startswith({part}, '{SPARK_PARTITION_HASH}') "
+             f"AND lower({part}) = {part} AND NOT endswith({part}, '.') AND NOT endswith({part}, ' ')")
+    return f"CASE WHEN {part} IS NULL OR ({named}) THEN {part} ELSE {_hashed([column])} END"
 
 
 @contextmanager
