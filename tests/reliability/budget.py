@@ -36,6 +36,9 @@ SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/stor
                            and a second random table in each engine differential
                            (DuckDB, ClickHouse, delta-rs)
                            and 20 racing rounds, not 10, in the log and store contracts
+                           and the multi-table transaction races on put-and-verify
+                           and the DynamoDB lock (tests/transactions), and a second
+                           seed of the condition-text differentials (tests/changes)
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by
