@@ -12,6 +12,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +63,11 @@ def race(catalog: ss.Catalog, writers: int, appends: int) -> tuple[float, int, i
     return elapsed, sum(r[0] for r in results), sum(r[1] for r in results)
 
 
-def run(report: Report, quick: bool) -> None:
+@contextmanager
+def loopback_servers(work: Path) -> Iterator[tuple[ss.Catalog, str]]:
+    """DynamoDB Local and SeaweedFS on loopback, with a bucket ``bench``: an AWS catalog on them
+    (warehouse ``s3://bench/warehouse``) and the S3 endpoint; both servers stop afterwards."""
     os.environ.update(TEST_CREDENTIALS)
-    work = Path(tempfile.mkdtemp(prefix="bench-aws-"))
     dynamodb = start_dynamodb_local(work / "ddb")
     s3 = start_seaweedfs(work / "s3")
     try:
@@ -71,6 +75,14 @@ def run(report: Report, quick: bool) -> None:
         catalog = ss.Catalog.aws(warehouse="s3://bench/warehouse", region="us-east-1", s3_endpoint_url=s3.endpoint_url,
                                  dynamodb_endpoint_url=dynamodb.endpoint_url)
         catalog.ensure_infrastructure()
+        yield catalog, s3.endpoint_url
+    finally:
+        dynamodb.stop()
+        s3.stop()
+
+
+def run(report: Report, quick: bool) -> None:
+    with loopback_servers(Path(tempfile.mkdtemp(prefix="bench-aws-"))) as (catalog, _):
         count = 20 if quick else 200
         table = catalog.create_table("latency", SCHEMA)
         commits = latencies(lambda: table.commit_files([staged_file()], "append", {}, uuid.uuid4().hex), count)
@@ -116,6 +128,3 @@ def run(report: Report, quick: bool) -> None:
         big.create_state_snapshot()
         opened = measure(lambda: ss.Catalog(catalog.config).table("open").state(), 3)
         report.add(Row(f"AWS: open {size:,} transactions from a state snapshot", seconds(opened), "-", None, "-", None))
-    finally:
-        dynamodb.stop()
-        s3.stop()

@@ -21,13 +21,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pyarrow as pa
 
 import sleeper_spark as ss
+from bench.aws import loopback_servers
 from bench.commits import describe, latencies, staged_file
 from bench.common import Report, Row, percentile
-from tests.fixtures.servers import TEST_CREDENTIALS, start_dynamodb_local, start_seaweedfs
 
 SCHEMA = pa.schema([("writer", pa.int64()), ("seq", pa.int64())])
 BASELINE_REV = os.environ.get("SLEEPER_BENCH_BASELINE", "5c42648")
@@ -157,21 +156,11 @@ def run(report: Report, quick: bool) -> None:
         local = ss.Catalog.local(str(work / "local"))
         compare(report, "local disk", local, count)
         race(report, "local disk", local, writers, racing)
-        os.environ.update(TEST_CREDENTIALS)
-        dynamodb = start_dynamodb_local(work / "ddb")
-        s3 = start_seaweedfs(work / "s3")
-        try:
-            boto3.client("s3", endpoint_url=s3.endpoint_url, region_name="us-east-1").create_bucket(Bucket="bench")
-            aws = ss.Catalog.aws(warehouse="s3://bench/aws", region="us-east-1", s3_endpoint_url=s3.endpoint_url,
-                                 dynamodb_endpoint_url=dynamodb.endpoint_url)
-            aws.ensure_infrastructure()
+        with loopback_servers(work) as (aws, s3_endpoint):
             compare(report, "AWS test servers", aws, count // 4)
             race(report, "AWS test servers", aws, writers, racing)
-            bare = ss.Catalog.object_store("s3://bench/bare", endpoint_url=s3.endpoint_url, region="us-east-1")
+            bare = ss.Catalog.object_store("s3://bench/bare", endpoint_url=s3_endpoint, region="us-east-1")
             compare(report, "object store (S3 conditional writes, test server)", bare, count // 4)
-        finally:
-            dynamodb.stop()
-            s3.stop()
         baseline(report, 100 if quick else 400, 2 if quick else 6)
     finally:
         shutil.rmtree(work, ignore_errors=True)
