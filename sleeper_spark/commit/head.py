@@ -219,7 +219,8 @@ class TableHead(LogReader):
         cached state was the head and the validation ran against the true predecessor. A warm
         writer thus pays one conditional put and no read; a loser reads the tail and retries.
         """
-        if self._state is not None and time.monotonic() - self._caught_up_at <= self._recheck_after_s:
+        if self.is_fresh():
+            assert self._state is not None
             return self._state
         return self.catch_up()
 

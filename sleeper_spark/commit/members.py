@@ -43,7 +43,7 @@ class StagingHead(TableHead):
         self.staged: list[Transaction] = []  # what each build made when staged: the files to delete on abort
 
     def commit(self, build: BuildTransaction) -> CommitResult:
-        """Records ``build`` once it made a valid transaction on the newest state; commits nothing.
+        """Records ``build`` once it made a valid transaction on the state last read; commits nothing.
 
         The snapshot returned is provisional: the version it would get if nothing else
         committed first. The real one is known when the transaction is decided.
@@ -102,10 +102,11 @@ def append_member(head: TableHead, build: BuildTransaction, after: TableState | 
         for attempt in commit_retrying(head.retry_policy, head.name, head.sleep):
             with attempt, head.lock:
                 if uncertain_at is not None:
-                    if _holds_entry(head, uncertain_at, write_id, transaction_id):
+                    stored = _stored_at(head, uncertain_at)
+                    if stored is not None and _is_ours(stored, write_id, transaction_id):
                         assert landed is not None
                         return uncertain_at, landed
-                    if not _is_free(head, uncertain_at):
+                    if stored is not None:  # someone else's: ours never landed there
                         _refuse_behind_own(head, after)
                         uncertain_at = None
                         state = None
@@ -152,27 +153,22 @@ def _refuse_behind_own(head: TableHead, after: TableState | None) -> None:
                                 "committed")
 
 
-def _holds_entry(head: TableHead, number: int, write_id: str, transaction_id: str) -> bool:
-    """Whether entry ``number`` is ours, read as stored (not waiting for a decision): our write id
-    in our transaction. The write id alone is not enough: an attempt of the transaction that was
-    aborted after losing a race put an entry of the same write under another transaction id."""
+def _stored_at(head: TableHead, number: int) -> Transaction | None:
+    """Entry ``number`` as stored (not waiting for a decision), or ``None`` while the number is free."""
     try:
         record = head.transaction_log.read_one(number)
-        if record is None:
-            return False
-        stored = head.codec.decode(number, record.body)
-        member = stored.member_of
-        return stored.write_id == write_id and member is not None and member.transaction_id == transaction_id
+        return None if record is None else head.codec.decode(number, record.body)
     except (StorageError, CorruptLogError) as error:
         raise CommitStateUnknownError(f"table {head.name!r}: entry {number} of the transaction may have landed "
                                       f"and cannot be read ({error})") from error
 
 
-def _is_free(head: TableHead, number: int) -> bool:
-    try:
-        return head.transaction_log.read_one(number) is None
-    except StorageError as error:
-        raise CommitStateUnknownError(f"table {head.name!r}: entry {number} cannot be read ({error})") from error
+def _is_ours(stored: Transaction, write_id: str, transaction_id: str) -> bool:
+    """Our write id in our transaction. The write id alone is not enough: an attempt of the
+    transaction that was aborted after losing a race put an entry of the same write under another
+    transaction id."""
+    member = stored.member_of
+    return stored.write_id == write_id and member is not None and member.transaction_id == transaction_id
 
 
 @dataclass(frozen=True)

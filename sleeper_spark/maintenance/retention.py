@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from sleeper_spark.errors import CorruptLogError
 from sleeper_spark.maintenance.progress import Progress, no_progress
-from sleeper_spark.models import AddFiles, AppendGroup, FoldedTransaction, ReplaceFiles, Snapshot
+from sleeper_spark.models import Snapshot
+from sleeper_spark.models.columnar import added_paths
 from sleeper_spark.state import TableState, fold
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def read_log_facts(table: Table, current: int, state_numbers: Sequence[int], flo
             if entry.number <= facts.floor:
                 state = fold([(entry.number, txn)], state)
             else:
-                added_later.update(_added_paths(txn))
+                added_later.update(added_paths(txn))
         if done % 100 == 0 or done == total:
             progress("reading the log", done, total)
     facts.retained_files = _files_of(state) | added_later
@@ -98,10 +99,4 @@ def _files_of(state: TableState | None) -> set[str]:
     return set(state.files) if state is not None else set()
 
 
-def _added_paths(txn: FoldedTransaction) -> list[str]:
-    if isinstance(txn, (AddFiles, AppendGroup)):
-        return [f.path for f in txn.files]
-    if isinstance(txn, ReplaceFiles):
-        return [f.path for f in txn.added]
-    return []
 

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 from pydantic import PrivateAttr
 
-from sleeper_spark.models.transactions import AddFiles
+from sleeper_spark.models.transactions import AddFiles, AppendGroup, ReplaceFiles, TransactionBase
 
 _EMPTY_FILES = '"files":[]'
 
@@ -70,3 +70,15 @@ class ColumnarAddFiles(AddFiles):
         before, found, after = text.partition(_EMPTY_FILES)
         assert found, "an AddFiles serializes its files"
         return f'{before}"files":[{self._new_files.json}]{after}'
+
+
+def added_paths(txn: TransactionBase) -> list[str]:
+    """The paths of the files a transaction adds: an append's (a group's members' too), a
+    columnar append's, a replacement's added ones; none for the rest."""
+    if isinstance(txn, ColumnarAddFiles):
+        return list(txn.new_files.paths)
+    if isinstance(txn, (AddFiles, AppendGroup)):
+        return [f.path for f in txn.files]
+    if isinstance(txn, ReplaceFiles):
+        return [f.path for f in txn.added]
+    return []

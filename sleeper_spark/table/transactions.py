@@ -50,8 +50,8 @@ from sleeper_spark.commit import (
     contended,
 )
 from sleeper_spark.errors import CommitFailedError, ConfigError, SleeperSparkError
-from sleeper_spark.models import AddFiles, ReplaceFiles, Snapshot, Transaction, TransactionMember
-from sleeper_spark.models.columnar import ColumnarAddFiles
+from sleeper_spark.models import Snapshot, TransactionMember
+from sleeper_spark.models.columnar import added_paths
 from sleeper_spark.models.transactions import TransactionDecision
 from sleeper_spark.state import TableState
 from sleeper_spark.table.writes import delete_staged
@@ -204,10 +204,8 @@ class CatalogTransaction:
 
     def _abort_attempt(self, lost: LostRace) -> bool:
         """Aborts an attempt that lost a race for a number (its staged files are kept for the next)."""
-        decisions = self._catalog.decisions
         try:
-            decisions.decide(TransactionDecision(transaction_id=self.transaction_id, outcome="aborted",
-                                                 decided_at=decisions.now(), decided_by="writer"))
+            self._store_abort()
         except SleeperSparkError as error:
             log.warning("transaction %s: %s; storing its abort failed: %s", self.transaction_id, lost, error)
             return False
@@ -263,33 +261,27 @@ class CatalogTransaction:
         self._state = "aborted"
         if appended:
             try:
-                decision = self._catalog.decisions.decide(TransactionDecision(
-                    transaction_id=self.transaction_id, outcome="aborted", decided_at=self._catalog.decisions.now(),
-                    decided_by="writer"))
+                self._store_abort()
             except SleeperSparkError as error:
                 # An entry may have landed and stays undecided: readers roll it back when its lease ends.
                 log.warning("transaction %s: could not store its abort (%s); its tables roll it back when its "
                             "lease ends. Staged files are kept for vacuum", self.transaction_id, error)
                 return
-            assert decision.outcome == "aborted", "only this writer puts committed, and it did not"
         log.info("transaction %s aborted: %s", self.transaction_id, cause)
         self._delete_staged()  # every entry that landed is void: the files are the transaction's alone
 
+    def _store_abort(self) -> None:
+        """Puts ``aborted`` as the decision of the current attempt (raises what the put raises)."""
+        decisions = self._catalog.decisions
+        decision = decisions.decide(TransactionDecision(transaction_id=self.transaction_id, outcome="aborted",
+                                                        decided_at=decisions.now(), decided_by="writer"))
+        assert decision.outcome == "aborted", "only this writer puts committed, and it did not"
+
     def _delete_staged(self) -> None:
         for staged in self._staged.values():
-            paths = [path for txn in staged.head.staged for path in _added_paths(txn)]
+            paths = [path for txn in staged.head.staged for path in added_paths(txn)]
             if paths:
                 delete_staged(staged.table.store, staged.table.root, paths)
-
-
-def _added_paths(txn: Transaction) -> list[str]:
-    if isinstance(txn, ColumnarAddFiles):
-        return list(txn.new_files.paths)
-    if isinstance(txn, AddFiles):
-        return [f.path for f in txn.files]
-    if isinstance(txn, ReplaceFiles):
-        return [f.path for f in txn.added]
-    return []
 
 
 # -- reading several tables as of one point ------------------------------------------------
