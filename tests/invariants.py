@@ -15,6 +15,7 @@ sums of its members'.
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,6 +36,13 @@ class WriteOutcome:
 
 class InvariantViolation(AssertionError):
     pass
+
+
+def explained(violation: InvariantViolation, reasons: dict[int, str]) -> InvariantViolation:
+    """``violation``, with why each write it names as failed-but-present failed (``reasons`` by seq)."""
+    seqs = [int(n) for n in re.findall(r"write \(\d+, (\d+)\) reported committed=False", str(violation))]
+    return InvariantViolation(f"{violation}" + "".join(
+        f"\n--- write {seq} failed with:\n{reasons.get(seq, '?')}" for seq in seqs))
 
 
 def check_table_invariants(table: ss.Table, outcomes: Iterable[WriteOutcome], *, first_version: int = 2,

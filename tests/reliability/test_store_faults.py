@@ -19,7 +19,6 @@ CI runs ``SLEEPER_FAULT_WRITES`` (default 150) operations per configuration; the
 from __future__ import annotations
 
 import random
-import re
 import traceback
 from collections import Counter
 from datetime import timedelta
@@ -35,7 +34,7 @@ from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites
 from sleeper_spark.storage.locks import break_lock
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events
 from tests.fixtures.faults import FaultSchedule, FaultyLogBackend, FaultyObjectStore
-from tests.invariants import InvariantViolation, WriteOutcome, check_table_invariants
+from tests.invariants import InvariantViolation, WriteOutcome, check_table_invariants, explained
 from tests.reliability import budget
 from tests.reliability.crash import data_listing
 
@@ -81,9 +80,7 @@ def check_with_reasons(table: ss.Table, outcomes: list[WriteOutcome], reasons: d
     try:
         check_table_invariants(table, outcomes)
     except InvariantViolation as violation:
-        steps = [int(n) for n in re.findall(r"write \(0, (\d+)\) reported committed=False", str(violation))]
-        details = "".join(f"\n--- write {step} failed with:\n{reasons.get(step, '?')}" for step in steps)
-        raise InvariantViolation(f"{violation}{details}") from None
+        raise explained(violation, reasons) from None
 
 
 @pytest.mark.timeout(budget.timeout_for(budget.FAULT_WRITES * 0.2))

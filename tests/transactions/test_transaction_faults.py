@@ -15,7 +15,6 @@ tests/invariants.py on both tables (an unknown outcome allowed 0 or 1 times).
 from __future__ import annotations
 
 import random
-import re
 import time
 import traceback
 from collections import Counter
@@ -28,7 +27,7 @@ from sleeper_spark.config import CatalogConfig, RetryPolicy
 from sleeper_spark.storage import LocalObjectStore, NativeConditionalWrites
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events
 from tests.fixtures.faults import FaultSchedule, FaultyLogBackend, FaultyObjectStore
-from tests.invariants import InvariantViolation, WriteOutcome, check_table_invariants
+from tests.invariants import InvariantViolation, WriteOutcome, check_table_invariants, explained
 from tests.reliability import budget
 from tests.transactions.checks import check_transactions_whole
 
@@ -100,9 +99,7 @@ def test_transactions_under_store_and_log_faults_are_whole_or_absent(tmp_path: P
             check_table_invariants(cold.table("a"), [*transactional, *plain])
             check_table_invariants(cold.table("b"), transactional)
         except InvariantViolation as violation:
-            steps = [int(n) for n in re.findall(r"write \(\d+, (\d+)\) reported committed=False", str(violation))]
-            raise InvariantViolation(f"{violation}" + "".join(
-                f"\n--- step {step} failed with:\n{reasons.get(step, '?')}" for step in steps)) from None
+            raise explained(violation, reasons) from None
     committed = sum(1 for o in transactional if o.committed)
     summary = (f"{operations} operations: {len(transactional)} transactions ({committed} committed), "
                f"{len(plain)} appends; decided {counts}; faults injected {schedule.summary()}; "
