@@ -1,9 +1,10 @@
 """Every example runs, exactly as its docstring and the README say: ``bash scripts/examples.sh NAME``.
 
 Each runs from a shell whose PATH does not hold the venv, as on a fresh clone; the Spark examples
-are marked ``spark``. By default the examples without Spark run, and two that start Spark (sql,
-session_catalog); the other four Spark examples, each a Spark application of 12-35 s of CPU whose
-behaviour the suite covers in its own tests, run in a long run (``SLEEPER_LONG_RUN=1``). tests/spark/test_examples.py runs the spark-submit command of
+are marked ``spark``. By default the examples without Spark run, and one that starts Spark
+(session_catalog, the way the docs recommend); the other five Spark examples, each a Spark
+application of 12-35 s of CPU whose behaviour the suite covers in its own tests, run in a long
+run (``SLEEPER_LONG_RUN=1``). tests/spark/test_examples.py runs the spark-submit command of
 examples/spark_job.py.
 """
 
@@ -121,6 +122,7 @@ def test_the_spark_job_runs(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@long_run_only  # by default tests/spark/test_sql_catalog.py runs the same statements on a named catalog
 def test_the_sql_example_creates_inserts_appends_merges_deletes_and_time_travels(tmp_path: Path) -> None:
     out = run_example("sql", str(tmp_path / "wh"))
     assert "MERGE INTO: 1 updated, 1 inserted" in out
@@ -161,7 +163,7 @@ def test_the_changes_example_keeps_a_copy_in_step_through_batch_sql_and_streamin
 
 @pytest.mark.spark
 @pytest.mark.slow
-@long_run_only  # by default the sql and session_catalog examples start Spark from scripts/examples.sh, and tests/spark what it shows
+@long_run_only  # by default the session_catalog example starts Spark from scripts/examples.sh, and tests/spark what it shows
 def test_the_notebook_runs_as_a_script() -> None:
     out = run_example("notebook")
     assert "|      338| 250276.5|" in out

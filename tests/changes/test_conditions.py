@@ -34,10 +34,10 @@ SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("value", pa.floa
 DDL = ("id long, part string, value double, note string, day date, flag boolean, i int, amount decimal(10,2), "
        "at timestamp, version long")
 WRITES = 12
-# One seed's 50 update and 16 merge conditions by default; a long run (SLEEPER_LONG_RUN=1) checks 120 and 40
+# One seed's 50 update and 10 merge conditions by default; a long run (SLEEPER_LONG_RUN=1) checks 120 and 40
 # of each of two seeds.
 UPDATE_CONDITIONS = 120 if LONG_RUN else 50
-MERGE_CONDITIONS = 40 if LONG_RUN else 16
+MERGE_CONDITIONS = 40 if LONG_RUN else 10
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 
 

@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import sleeper_spark as ss
+from tests.reliability.budget import LONG_RUN
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("io_path")]
 
@@ -56,6 +57,8 @@ def expected_merge(target: list[dict[str, Any]], source: list[dict[str, Any]]) -
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_merge_matches_the_sql_semantics(spark: SparkSession, catalog: ss.Catalog, seed: int) -> None:
+    if seed > 1 and catalog.config.catalog != "local" and not LONG_RUN:
+        pytest.skip("the second seed on the local disk only, but in a long run: SLEEPER_LONG_RUN=1 (docs/reliability.md)")
     rng = random.Random(seed)
     table = target_table(catalog, rng)
     before = sorted(table.scan().to_pylist(), key=lambda r: r["id"])

@@ -41,7 +41,7 @@ from tests.fixtures.iceberg_predicates import (
     selects,
 )
 from tests.fixtures.servers import TEST_CREDENTIALS
-from tests.reliability.budget import LONG_RUN
+from tests.reliability.budget import LONG_RUN, long_run_only
 
 TABLES = int(os.environ.get("SLEEPER_DIFFERENTIAL_ICEBERG", "6" if LONG_RUN else "1"))
 SEED = int(os.environ.get("SLEEPER_DIFFERENTIAL_SEED", "0"))
@@ -153,7 +153,7 @@ def test_group_commits_read_the_same_through_pyiceberg(memory_backend: InMemoryL
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("kind", ["aws", "object_store"])
+@pytest.mark.parametrize("kind", ["aws", pytest.param("object_store", marks=long_run_only)])  # one S3 is enough by default
 def test_every_version_reads_the_same_through_pyiceberg_on_s3(request: pytest.FixtureRequest, tmp_path: Path,
                                                               kind: str) -> None:
     # Given a table on the test servers, built by every kind of commit, with publishing on

@@ -18,7 +18,7 @@ from tests.fixtures.aws_requests import RequestCounter, counting_requests
 from tests.fixtures.catalogs import EVENTS_SCHEMA, events, make_catalog
 from tests.fixtures.processes import released_together
 from tests.invariants import WriteOutcome, check_table_invariants
-from tests.reliability.budget import LONG_RUN
+from tests.reliability.budget import LONG_RUN, long_run_only
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,11 @@ def append_many(options: dict[str, str], writer: int, start: Any) -> list[WriteO
     return outcomes
 
 
-@pytest.fixture(params=["aws", "object_store", "object_store_put_and_verify", "object_store_dynamodb_lock"])
+# The strategies for stores without conditional writes race in the contract suites of every run
+# (tests/storage/test_contract.py, tests/contract/test_log_strategies.py); six whole writers on
+# them in a long run.
+@pytest.fixture(params=["aws", "object_store", *[pytest.param(kind, marks=long_run_only) for kind in
+                                                  ("object_store_put_and_verify", "object_store_dynamodb_lock")]])
 def racing_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> ss.Catalog:
     return make_catalog(str(request.param), request, tmp_path)
 

@@ -28,6 +28,7 @@ from tests.fixtures.catalogs import EVENTS_SCHEMA, catalog_params, events, make_
 from tests.fixtures.group_commit import record_and_die, records_at_once
 from tests.fixtures.processes import released_together
 from tests.invariants import WriteOutcome, check_table_invariants, tagged_writes
+from tests.reliability.budget import long_run_only
 
 PROCESSES = 6
 THREADS = 2
@@ -63,7 +64,10 @@ def append_many(options: dict[str, str], process: int, start: Any) -> list[tuple
     return results
 
 
-@pytest.mark.parametrize("kind", catalog_params(("local", "aws", "object_store")))
+# The object store in a long run: group commit is one protocol over the log's conditional append,
+# which the object store's racing tests (tests/integration/test_aws_commits.py) cover by default.
+@pytest.mark.parametrize("kind", [*catalog_params(("local", "aws")),
+                                  pytest.param("object_store", marks=[pytest.mark.integration, long_run_only])])
 def test_racing_processes_with_group_commit_commit_every_write_once(kind: str, request: pytest.FixtureRequest,
                                                                     tmp_path: Path) -> None:
     catalog = make_catalog(kind, request, tmp_path)

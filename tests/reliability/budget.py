@@ -36,9 +36,13 @@ SLEEPER_LONG_RUN           1: also the largest interleaving searches (tests/stor
                            and a second random table in each engine differential
                            (DuckDB, ClickHouse, delta-rs)
                            and 20 racing rounds, not 10, in the log and store contracts
-                           and the multi-table transaction races on put-and-verify
-                           and the DynamoDB lock (tests/transactions), and a second
+                           and the multi-table transaction races with group commit
+                           and on the object store (tests/transactions), and a second
                            seed of the condition-text differentials (tests/changes)
+                           and the six racing writers on put-and-verify and the
+                           DynamoDB lock, the group-commit races on the object
+                           store (tests/integration), the pyiceberg read from the
+                           object store's S3, and the sql example
 =========================  ==========================================================  ==========
 
 pytest's per-test timeout (600 s in pyproject.toml) is raised for a long run by

@@ -87,12 +87,11 @@ def test_partition_filters_are_applied_by_the_index(spark: SparkSession, catalog
 
 
 def test_min_max_statistics_skip_files(spark: SparkSession, catalog: ss.Catalog, entry: Any) -> None:
+    columns = ("id", "'s' || lpad(id, 4, '0') as s", "cast(id / 10.0 as double) as d", "if(id < 500, null, id) as maybe")
     for start in range(0, 1000, 100):  # ten appends, one file each: ids 0-99, 100-199, ...
-        batch = spark.range(start, start + 100, numPartitions=1).selectExpr(
-            "id", "'s' || lpad(id, 4, '0') as s", "cast(id / 10.0 as double) as d", "if(id < 500, null, id) as maybe")
-        catalog.write(batch, "t")
+        catalog.write(spark.range(start, start + 100, numPartitions=1).selectExpr(*columns), "t")
     native = catalog.read(spark, "t")
-    python = python_source(spark, catalog, "t")
+    truth = spark.range(0, 1000, numPartitions=1).selectExpr(*columns)  # the same rows, in no file
 
     for predicate, files in [
         ("id = 250", 1), ("id < 100", 1), ("id <= 100", 2), ("350 > id", 4), ("id >= 900", 1),
@@ -102,7 +101,7 @@ def test_min_max_statistics_skip_files(spark: SparkSession, catalog: ss.Catalog,
         ("id + 1 = 10", 10), ("not (id = 5)", 10),
     ]:
         result = native.where(predicate)
-        assert_df_equality(result, python.where(predicate), ignore_row_order=True)
+        assert_df_equality(result, truth.where(predicate), ignore_row_order=True, ignore_nullable=True)
         assert listed_files(entry, result) == files, predicate
 
 

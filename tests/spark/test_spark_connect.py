@@ -62,13 +62,17 @@ class ConnectServer:
     environment: dict[str, str]
     with_jar: bool
     pid_dir: Path
+    warehouse: Path  # the warehouse of the server's SQL catalog ``lake`` (with the jar)
 
 
-@pytest.fixture(params=["jar", "no jar"])
-def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConnectServer]:
+@pytest.fixture(scope="module", params=["jar", "no jar"])
+def connect_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[ConnectServer]:
     """A Connect server (local[2]) on 127.0.0.1, once with the jar on its classpath (and the SQL
-    catalog ``lake`` of ``tmp_path/warehouse``) and once without (as Databricks serverless, which
-    takes no jars)."""
+    catalog ``lake`` of its ``warehouse``) and once without (as Databricks serverless, which
+    takes no jars). One server of each kind serves every test of the module that asks for it: a
+    server's start is most of a test's time."""
+    tmp_path = tmp_path_factory.mktemp("connect-server")
     jars: list[str] = []
     if request.param == "jar":  # and a SQL catalog of the job's warehouse, as a server's settings name it
         catalog = ss.Catalog.local(str(tmp_path / "warehouse"))
@@ -90,7 +94,8 @@ def connect_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[C
     try:
         process_groups.wait_for_port(port, lambda: process_groups.group_running(script), "the Connect server",
                                      seconds=120)
-        yield ConnectServer(f"sc://127.0.0.1:{port}", environment, request.param == "jar", pid_dir)
+        yield ConnectServer(f"sc://127.0.0.1:{port}", environment, request.param == "jar", pid_dir,
+                            tmp_path / "warehouse")
     finally:
         _stop_connect_server(script, environment, pid_dir)
     # Then the Python side the server's JVM started (if any) is gone with it
@@ -115,8 +120,8 @@ def _python_sides(pid_dir: Path) -> list[int]:
 
 
 def test_a_connect_client_reads_writes_and_runs_sql_on_spark_s_own_reader_and_writer(
-        connect_server: ConnectServer, tmp_path: Path) -> None:
-    warehouse = tmp_path / "warehouse"
+        connect_server: ConnectServer) -> None:
+    warehouse = connect_server.warehouse
     with_jar = connect_server.with_jar
 
     # With the jar the client registers nothing: its first statement, a format("sleeper") write,
