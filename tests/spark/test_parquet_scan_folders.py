@@ -125,25 +125,31 @@ def test_nested_spark_writer_folders_give_spark_a_hidden_column_per_partition_co
 
 
 @pytest.mark.spark
-def test_a_connect_write_of_several_partition_columns_names_a_folder_level_each_and_reads_pruned(
-        spark: SparkSession, catalog: ss.Catalog, parquet_reads: None) -> None:
+@pytest.mark.parametrize("writer", ["no-jar helper", "jar"])
+def test_a_write_of_several_partition_columns_names_a_folder_level_each_and_reads_pruned(
+        spark: SparkSession, catalog: ss.Catalog, parquet_reads: None, writer: str) -> None:
     from sleeper_spark.spark.connect.connect_write import WRITE_CONF, write_parquet
 
-    # Given a table partitioned by a date, an int and a string, written twice by the no-jar helper write
-    spark.conf.set(WRITE_CONF, "parquet")
-    try:
-        table = catalog.create_table("nested", pa.schema([("id", pa.int64()), ("day", pa.date32()),
-                                                          ("k", pa.int32()), ("s", pa.string())]),
-                                     partition_by=["day", "k", "s"])
-        rows = spark.range(60).selectExpr("id", "date_add(DATE'2024-02-28', cast(id % 3 AS int)) AS day",
-                                          "cast(id % 2 AS int) AS k", "CASE WHEN id % 5 = 0 THEN NULL ELSE "
-                                          "concat('v/', cast(id % 4 AS string)) END AS s")
-        for chunk in ("id < 30", "id >= 30"):
-            snapshot = write_parquet(table, rows.where(chunk), table.state(), "append", {}, None, None)
-            assert snapshot is not None
-    finally:
-        spark.conf.unset(WRITE_CONF)
-    assert all(f.path.count("/__sleeper_partition") == 3 for f in table.files())
+    # Given a table partitioned by a date, an int and a string, written twice by the no-jar helper
+    # write, or by the jar's writer (the helper write of a classic session)
+    table = catalog.create_table("nested", pa.schema([("id", pa.int64()), ("day", pa.date32()),
+                                                      ("k", pa.int32()), ("s", pa.string())]),
+                                 partition_by=["day", "k", "s"])
+    rows = spark.range(60).selectExpr("id", "date_add(DATE'2024-02-28', cast(id % 3 AS int)) AS day",
+                                      "cast(id % 2 AS int) AS k", "CASE WHEN id % 5 = 0 THEN NULL ELSE "
+                                      "concat('v/', cast(id % 4 AS string)) END AS s")
+    for chunk in ("id < 30", "id >= 30"):
+        if writer == "jar":
+            spark.conf.unset(NATIVE_CONF)
+            catalog.write(rows.where(chunk), "nested")
+            continue
+        spark.conf.set(WRITE_CONF, "parquet")
+        try:
+            assert write_parquet(table, rows.where(chunk), table.state(), "append", {}, None, None) is not None
+        finally:
+            spark.conf.unset(WRITE_CONF)
+    assert all(f.path.count("/__sleeper_partition") == 3 and "__hash_" not in f.path for f in table.files())
+    assert table.verify().ok
 
     back = read_parquet(table, spark, None)
 

@@ -66,7 +66,7 @@ def write_parquet(table: Table, df: Any, state: TableState, mode: str, metadata:
     write_dir = spark_write_dir(write_id)
     target = f"{root.rstrip('/')}/{write_dir}"
     try:
-        run_write_job(spark, df, schema, state.partition_by, target, "parquet", {}, state, nested=True)
+        run_write_job(spark, df, schema, state.partition_by, target, "parquet", {}, state)
         files = _described(table, spark, target, write_dir, schema, state.partition_by)
     except BaseException:
         remove_write_dir(table, write_dir)

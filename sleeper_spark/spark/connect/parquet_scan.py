@@ -25,8 +25,8 @@ the columns themselves; Spark's writer names partition folders by value through 
 (``data/spark-<id>/__sleeper_partition=<value>/__sleeper_partition_1=<value>/…``, see
 :func:`~sleeper_spark.layout.spark_partition_column`), which the read takes the columns from.
 Files of both writers in one version, folders named by a hash (values no folder name can carry:
-long, empty, with capitals, outside ASCII; several partition columns written through the jar),
-get no such pruning; their footers still let Spark skip row groups.
+long, empty, with capitals, outside ASCII; several partition columns written through the jar
+before 2026-12-02), get no such pruning; their footers still let Spark skip row groups.
 """
 
 from __future__ import annotations

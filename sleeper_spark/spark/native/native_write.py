@@ -1,9 +1,9 @@
 """Writes a DataFrame with Spark's own Parquet writer, then commits the new files as one snapshot.
 
 Spark writes into a directory no other write uses, ``data/spark-<write id>/``, with
-``partitionBy`` on a hidden column, a hash of the partition values: the data files keep every
-table column, as the Python writer's do, so each reader (Spark's, the Python source,
-``t.scan()``, compaction) reads them alike.
+``partitionBy`` on hidden columns, one a partition column, that name its folders by value (a hash
+of values no folder can name): the data files keep every table column, as the Python writer's
+do, so each reader (Spark's, the Python source, ``t.scan()``, compaction) reads them alike.
 
 The files describe themselves where they are written: the write goes through the jar's
 ``SleeperParquetFormat``, whose writer counts each file's rows and column statistics as the rows
@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from sleeper_spark.commit import CommitResult, utc_now
 from sleeper_spark.datafiles.paths import NULL_SEGMENT
-from sleeper_spark.layout import SPARK_PARTITION_COLUMN, SPARK_PARTITION_HASH, spark_partition_column, spark_write_dir
+from sleeper_spark.layout import SPARK_PARTITION_HASH, spark_partition_column, spark_write_dir
 from sleeper_spark.models import FileRef, Snapshot, TableSchema, Transaction
 from sleeper_spark.models.columnar import ColumnarAddFiles, NewFiles
 from sleeper_spark.models.schema_evolution import merged_schema
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HIDDEN_COLUMN = SPARK_PARTITION_COLUMN
 _MOST_VALUE_BYTES = 64  # escaped, at most 192 bytes of a folder's name
 FORMAT_CLASS = "sleeper.spark.SleeperParquetFormat"  # Spark's Parquet format, each file describing itself
 FACTS_OPTION = "sleeper.facts.accumulator"  # SleeperParquetFormat.FACTS_OPTION
@@ -191,11 +190,10 @@ def take_facts(entry: Any, accumulator: Any) -> str:
 
 
 def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[str, ...], target: str,
-                  format_name: str, options: Mapping[str, str], state: TableState | None = None,
-                  nested: bool = False) -> None:
+                  format_name: str, options: Mapping[str, str], state: TableState | None = None) -> None:
     """Spark writes ``df``'s ``schema`` columns into ``target`` in ``format_name`` (Spark's Parquet
-    format or the jar's), one folder per partition (see :func:`_folders`; ``nested``: one level of
-    folders per partition column); spread over tasks as ``state``'s ``write.distribution`` says
+    format or the jar's), one level of folders per partition column (see :func:`_folders`); spread
+    over tasks as ``state``'s ``write.distribution`` says
     (:mod:`~sleeper_spark.spark.native.write_distribution`)."""
     # SQL text in one call: a classic session builds each Column through py4j, a round trip
     # each (about 1.5 ms), which a write of many columns paid on every call. Where the rows have
@@ -203,7 +201,7 @@ def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[
     # faster than a list of columns (6 against 17 ms for 22 columns).
     same_columns = list(df.columns) == list(schema.names)
     columns = ["*"] if same_columns else [quoted_column(name) for name in schema.names]
-    folders = _folders(schema, partition_by, nested) if partition_by else []
+    folders = _folders(schema, partition_by)
     columns += [f"{value} AS {hidden}" for hidden, value in folders]
     rows = df if same_columns and not folders else df.selectExpr(*columns)
     if state is not None:
@@ -216,24 +214,23 @@ def run_write_job(spark: Any, df: Any, schema: TableSchema, partition_by: tuple[
         writer.save(target)
 
 
-def _folders(schema: TableSchema, partition_by: tuple[str, ...], nested: bool) -> list[tuple[str, str]]:
+def _folders(schema: TableSchema, partition_by: tuple[str, ...]) -> list[tuple[str, str]]:
     """The hidden columns that name a partition's folders, each with its value (Spark SQL).
 
-    One partition column (or, ``nested``, each of several, a folder inside the one before): its
-    value, so that Spark's own partition discovery reads it back from the folder and a reader
-    without the jar can prune folders by it (:mod:`sleeper_spark.spark.connect.parquet_scan`);
-    null is Spark's default partition folder. Strings Spark would not read back as themselves
+    A folder a partition column, each inside the one before, named by its value, so that Spark's
+    own partition discovery reads it back from the folder and a reader without the jar can prune
+    folders by it (:mod:`sleeper_spark.spark.connect.parquet_scan`); null is Spark's default
+    partition folder. Strings Spark would not read back as themselves
     (empty, its default partition's name), that could make a folder name too long (a file name
     has 255 bytes; Spark escapes a character as 3), that look like a hash, or that some file
     systems would fold into another value's folder get a hash of the value instead: capitals and
     characters outside ASCII (macOS and Windows ignore case, macOS Unicode normalization) and a
     trailing dot or space (Windows drops them), since in a shared folder one task's files of both
-    values have the same name. Several columns otherwise: one folder named by a hash of the
-    values (the jar's writer reports a file's folder by its last name only), whose null flags keep
-    (null, "a") and ("a", null) apart, since the hash skips nulls. The values themselves are in
-    the files, whose writers report them."""
-    if len(partition_by) > 1 and not nested:
-        return [(HIDDEN_COLUMN, _hashed(partition_by))]
+    values have the same name. The values themselves are in the files, whose writers report them
+    (the jar's writer reports each file's partition folders, see ``FactsOutputWriter``).
+
+    Writes before 2026-12-02 through the jar named one folder by a hash of several partition
+    columns' values; their files keep those paths, which reads take from the log as any path."""
     return [(spark_partition_column(index), _folder_value(schema, name)) for index, name in enumerate(partition_by)]
 
 

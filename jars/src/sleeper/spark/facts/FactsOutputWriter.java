@@ -32,6 +32,8 @@ import org.apache.spark.util.CollectionAccumulator;
 final class FactsOutputWriter extends OutputWriter {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int BUFFER_BYTES = 1 << 20;
+    /** The hidden partition columns' names start so (sleeper_spark.layout.SPARK_PARTITION_COLUMN). */
+    private static final String HIDDEN_COLUMN = "__sleeper_partition";
 
     private final OutputWriter parquet;
     private final String path;
@@ -75,9 +77,7 @@ final class FactsOutputWriter extends OutputWriter {
         Path file = new Path(path);
         ObjectNode node = JSON.createObjectNode();
         node.put("name", file.getName());
-        Path parent = file.getParent();
-        // The folder of a partition ("<hidden column>=<hash>"); a write without partitions has none.
-        node.put("dir", parent != null && parent.getName().contains("=") ? parent.getName() : "");
+        node.put("dir", partitionFolders(file.getParent()));
         node.put("rows", rows);
         if (digest != null && digest.done()) {
             node.put("size", digest.size());
@@ -94,6 +94,21 @@ final class FactsOutputWriter extends OutputWriter {
             column.put("max", columns.max(i));
         }
         return node.toString();
+    }
+
+    /**
+     * The folders of the file's partition below the write's folder, one a partition column
+     * ("<hidden column>=<value>/<hidden column>_1=<value>"), or "" for a write without partitions.
+     * Only the hidden columns' folders count: whatever holds them (a task attempt's folder, the
+     * table's location) may have any name.
+     */
+    static String partitionFolders(Path folder) {
+        String folders = "";
+        for (Path at = folder; at != null && at.getName().startsWith(HIDDEN_COLUMN) && at.getName().contains("=");
+             at = at.getParent()) {
+            folders = folders.isEmpty() ? at.getName() : at.getName() + "/" + folders;
+        }
+        return folders;
     }
 
     /** Size and SHA-256 of the closed file; left out where it cannot be read back yet. */
