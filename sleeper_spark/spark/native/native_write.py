@@ -164,7 +164,7 @@ def _stage(table: Table, df: Any, layout: FileLayout, write_id: str | None = Non
     write_id = write_id or new_write_id()
     write_dir = spark_write_dir(write_id)
     target = f"{root.rstrip('/')}/{write_dir}"
-    accumulator = entry.factsAccumulator(spark._jsparkSession, f"sleeper files of write {write_id}")
+    accumulator = entry.factsAccumulator(spark._jsparkSession)
     try:
         run_write_job(spark, df, schema, partition_by, target, FORMAT_CLASS, {FACTS_OPTION: str(accumulator.id())},
                       state)
