@@ -79,9 +79,9 @@ def decision_key(transaction_id: str) -> str:
 
 # The folders inside a write's folder: Spark's writer names them after hidden columns of the
 # rows, which its files leave out (every table column stays in them), one level per partition
-# column (one level of a hash of all the values, for several columns through the jar). A value is
-# the partition value's text where Spark reads it back from the folder's name as that value;
-# else SPARK_PARTITION_HASH and a hash of the value.
+# column (writes through the jar before 2026-12-02: one level named by a hash of several columns'
+# values). A value is the partition value's text where Spark reads it back from the folder's name
+# as that value; else SPARK_PARTITION_HASH and a hash of the value.
 SPARK_PARTITION_COLUMN = "__sleeper_partition"
 SPARK_PARTITION_HASH = "__hash_"
 

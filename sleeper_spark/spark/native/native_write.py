@@ -234,9 +234,11 @@ def _folders(schema: TableSchema, partition_by: tuple[str, ...]) -> list[tuple[s
     return [(spark_partition_column(index), _folder_value(schema, name)) for index, name in enumerate(partition_by)]
 
 
-def _hashed(columns: Sequence[str]) -> str:
-    key = ", ".join(f"{part}, {part} IS NULL" for part in map(quoted_column, columns))
-    return f"concat('{SPARK_PARTITION_HASH}', CAST(xxhash64({key}) AS STRING))"
+def _hashed(part: str) -> str:
+    """The folder value of the (quoted, not null) column ``part``: a hash, of the value and a null
+    flag as folders of several columns were named before 2026-12-02, so that one value's folder
+    name stays what it was."""
+    return f"concat('{SPARK_PARTITION_HASH}', CAST(xxhash64({part}, {part} IS NULL) AS STRING))"
 
 
 def _folder_value(schema: TableSchema, column: str) -> str:
@@ -246,7 +248,7 @@ def _folder_value(schema: TableSchema, column: str) -> str:
     named = (f"octet_length({part}) BETWEEN 1 AND {_MOST_VALUE_BYTES} AND octet_length({part}) = length({part}) "
              f"AND {part} != '{NULL_SEGMENT}' AND NOT startswith({part}, '{SPARK_PARTITION_HASH}') "
              f"AND lower({part}) = {part} AND NOT endswith({part}, '.') AND NOT endswith({part}, ' ')")
-    return f"CASE WHEN {part} IS NULL OR ({named}) THEN {part} ELSE {_hashed([column])} END"
+    return f"CASE WHEN {part} IS NULL OR ({named}) THEN {part} ELSE {_hashed(part)} END"
 
 
 @contextmanager
