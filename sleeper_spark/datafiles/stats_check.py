@@ -25,12 +25,13 @@ def stats_mismatches(file: FileRef, rows: pa.Table, schema: TableSchema) -> list
     found: list[str] = []
     if file.row_count != rows.num_rows:
         found.append(f"row count {file.row_count} recorded, {rows.num_rows} in the data")
+    present = set(rows.column_names)  # each call of column_names builds a list of them all
     for column, value in file.partition.items():
-        if column in rows.column_names:
+        if column in present:
             held = sorted({str(partition_value_to_string(v)) for v in pc.unique(rows.column(column)).to_pylist()})
             if held != [str(value)]:
                 found.append(f"partition {column}={value!r} recorded, the data holds {held[:5]}")
-    checked = [name for name in file.column_stats if name in rows.column_names]
+    checked = [name for name in file.column_stats if name in present]
     actual = StatsAccumulator(rows.select(checked).schema)
     actual.update(rows.select(checked))
     for name, computed in actual.result().items():

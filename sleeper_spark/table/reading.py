@@ -125,10 +125,11 @@ def _decode(data: pa.Buffer, wanted: pa.Schema) -> pa.Table:
 
 def _conformed(parquet: pq.ParquetFile, wanted: pa.Schema) -> pa.Table:
     """The columns ``wanted`` of an open Parquet file, as :func:`_decode` reads them."""
-    present = [name for name in wanted.names if name in parquet.schema_arrow.names]
+    held = set(parquet.schema_arrow.names)  # the property builds the schema on each call
+    present = [name for name in wanted.names if name in held]
     table = parquet.read(columns=present)
     for field in wanted:
-        if field.name not in table.column_names:
+        if field.name not in held:
             table = table.append_column(field, pa.nulls(table.num_rows, field.type))
     return table.select(wanted.names).cast(wanted)
 

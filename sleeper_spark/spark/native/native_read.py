@@ -124,16 +124,17 @@ def hand_over_columns(files: pa.Table, schema: TableSchema, partition_by: tuple[
     for name in partition_by:
         columns[f"part:{name}"] = files[f"partition.{name}"].cast(pa.string())
     arrow_schema = schema.to_arrow()
+    present = set(files.column_names)  # each call of column_names builds a list of them all
     for field in schema.fields:
         nulls = f"null_count.{field.name}"
-        columns[f"nulls:{field.name}"] = (files[nulls].cast(pa.int64()) if nulls in files.column_names
+        columns[f"nulls:{field.name}"] = (files[nulls].cast(pa.int64()) if nulls in present
                                           else pa.nulls(files.num_rows, pa.int64()))
         if field.type.name not in _STAT_TYPES:
             continue
         arrow_type = arrow_schema.field(field.name).type
         for bound in ("min", "max"):
             name = f"{bound}.{field.name}"
-            values = files[name] if name in files.column_names else pa.nulls(files.num_rows, arrow_type)
+            values = files[name] if name in present else pa.nulls(files.num_rows, arrow_type)
             columns[f"{bound}:{field.name}"] = values.cast(arrow_type).cast(_stat_type(arrow_type))
     return pa.table(columns)
 
