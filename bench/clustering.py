@@ -122,15 +122,20 @@ def _rows(rng: random.Random, start: int, count: int) -> pa.Table:
     return pa.table(columns, schema=_schema())
 
 
-def _share_opened(table: ss.Table, where: pc.Expression) -> float:
+def _opened(table: ss.Table, where: pc.Expression) -> tuple[pa.Table, int]:
+    """The files the table's pruning keeps for ``where``, and how many files it has."""
     state = table.state()
     files = state.files.table()
-    return prune_table(files, state.schema, state.partition_by, where).num_rows / files.num_rows
+    return prune_table(files, state.schema, state.partition_by, where), files.num_rows
+
+
+def _share_opened(table: ss.Table, where: pc.Expression) -> float:
+    kept, count = _opened(table, where)
+    return kept.num_rows / count
 
 
 def _files_opened(table: ss.Table, where: pc.Expression) -> list[str]:
-    state = table.state()
-    kept = prune_table(state.files.table(), state.schema, state.partition_by, where)
+    kept, _ = _opened(table, where)
     return [f"{table.location.rstrip('/')}/{path}" for path in kept.column("path").to_pylist()]
 
 

@@ -111,6 +111,7 @@ def prune_files(files: Sequence[FileRef], schema: TableSchema, filter: pc.Expres
 class _Evaluation:
     def __init__(self, files: pa.Table, schema: TableSchema, partition_by: tuple[str, ...]) -> None:
         self.files = files
+        self.names = frozenset(files.column_names)  # each call of column_names builds a list of them all
         self.schema = schema
         self.arrow_schema = schema.to_arrow()
         self.partition_by = partition_by
@@ -174,18 +175,17 @@ class _Evaluation:
     def _read_bounds(self, column: str) -> _Bounds | None:
         arrow_type = self.arrow_schema.field(column).type
         floating = pa.types.is_floating(arrow_type)
-        names = self.files.column_names
-        if column in self.partition_by and f"partition.{column}" in names:
+        if column in self.partition_by and f"partition.{column}" in self.names:
             text = self.files.column(f"partition.{column}")
             values = pc.equal(text, "true") if pa.types.is_boolean(arrow_type) else pc.cast(text, arrow_type)
             return _Bounds(values, values, pc.is_null(text), pc.is_valid(text), floating, exact=True)
-        if f"null_count.{column}" not in names:
+        if f"null_count.{column}" not in self.names:
             return None
         nulls, rows = self.files.column(f"null_count.{column}"), self.files.column("row_count")
         some_null = pc.fill_null(pc.greater(nulls, 0), True)
         some_value = pc.fill_null(pc.less(nulls, rows), True)
-        low = self.files.column(f"min.{column}") if f"min.{column}" in names else None
-        high = self.files.column(f"max.{column}") if f"max.{column}" in names else None
+        low = self.files.column(f"min.{column}") if f"min.{column}" in self.names else None
+        high = self.files.column(f"max.{column}") if f"max.{column}" in self.names else None
         if floating and low is not None and high is not None:
             # NaN bounds from another writer would compare false with everything: unknown instead.
             low = pc.if_else(pc.is_nan(low), pa.scalar(None, low.type), low)
@@ -199,7 +199,7 @@ class _Evaluation:
         left out: -0.0 equals 0.0 but is written differently.
         """
         name = f"partition.{column}"
-        if column not in self.partition_by or name not in self.files.column_names or \
+        if column not in self.partition_by or name not in self.names or \
                 column not in self.arrow_schema.names:
             return None
         arrow_type = self.arrow_schema.field(column).type
